@@ -1,0 +1,204 @@
+// Package driver defines what brokerbench needs from a message broker and
+// keeps the registry of broker drivers. The runner works only through these
+// interfaces and never names a broker.
+//
+// A driver package registers itself in an init function:
+//
+//	func init() { driver.Register("kafka", New) }
+//
+// and is linked into the binary by a blank import in the CLI wiring.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// TopicSpec describes a topic (or queue, or stream) to create.
+type TopicSpec struct {
+	Name              string
+	Partitions        int
+	ReplicationFactor int
+	// Config holds broker-specific topic settings, passed through unchanged.
+	Config workload.Properties
+}
+
+// ProducerSpec describes one producer.
+type ProducerSpec struct {
+	Topic string
+	// MaxMessageBytes is the largest value the producer will send; drivers
+	// size batches and buffers so that such a message fits.
+	MaxMessageBytes int
+	// MaxInFlight is the most messages the runner will have in flight on this
+	// producer at once; drivers size client buffers so that Send does not
+	// block below it.
+	MaxInFlight int
+}
+
+// ConsumerSpec describes one consumer.
+type ConsumerSpec struct {
+	Topic string
+	// Subscription names the group of consumers that share the topic's
+	// messages; every subscription receives every message.
+	Subscription string
+}
+
+// Message is one message a producer sends. Messages are owned by the runner
+// and reused: a driver must not touch a Message after calling its AckFunc.
+type Message struct {
+	Key   []byte
+	Value []byte
+	// DriverState is reserved for the driver that sends the message: it may
+	// keep per-message objects here across reuses so that sending does not
+	// allocate. The runner never reads or writes it.
+	DriverState any
+	// Slot is reserved for the runner.
+	Slot int
+}
+
+// AckFunc is called exactly once for every Message given to Producer.Send,
+// with nil if the broker acknowledged it or the reason it failed. It may be
+// called from any goroutine, but never concurrently for one producer, and
+// must not block.
+type AckFunc func(m *Message, err error)
+
+// Delivery is one consumed message. Its Value is valid only during the
+// ConsumeFunc call.
+type Delivery struct {
+	Value     []byte
+	Partition int32
+	Offset    int64
+}
+
+// ConsumeFunc is called for every message a consumer receives, serially per
+// consumer. It must not retain d or d.Value, and must not block.
+type ConsumeFunc func(d *Delivery)
+
+// Producer sends messages to one topic.
+type Producer interface {
+	// Send queues m for asynchronous delivery. The producer's AckFunc is
+	// called exactly once for m, also when Send fails immediately. m must not
+	// be modified until then.
+	Send(ctx context.Context, m *Message)
+	// Flush waits until every message sent so far has been acknowledged or
+	// failed, or until ctx ends.
+	Flush(ctx context.Context) error
+	// Close stops the producer; messages still in flight are failed.
+	Close()
+}
+
+// Consumer receives messages from one topic for one subscription until it is
+// closed.
+type Consumer interface {
+	// Ready returns once the consumer is receiving: for group-based brokers,
+	// once it has joined its group. It returns ctx's error if ctx ends first.
+	Ready(ctx context.Context) error
+	// Close stops the consumer; no ConsumeFunc call happens after Close
+	// returns.
+	Close()
+}
+
+// Driver connects to one broker cluster. Its methods are safe for concurrent
+// use.
+type Driver interface {
+	// BrokerVersion describes the broker software, for the results file.
+	BrokerVersion(ctx context.Context) (string, error)
+	CreateTopic(ctx context.Context, spec TopicSpec) error
+	DeleteTopic(ctx context.Context, name string) error
+	NewProducer(ctx context.Context, spec ProducerSpec, ack AckFunc) (Producer, error)
+	NewConsumer(ctx context.Context, spec ConsumerSpec, consume ConsumeFunc) (Consumer, error)
+	// EffectiveConfig returns the settings the driver uses, defaults included,
+	// for the results file. Secrets must be left out or redacted.
+	EffectiveConfig() map[string]workload.Properties
+	Close()
+}
+
+// SubscriptionWaiter is implemented by drivers whose consumers share work in
+// groups that must settle before producing starts (Kafka consumer groups).
+type SubscriptionWaiter interface {
+	// WaitSubscription returns once the subscription's group has `consumers`
+	// members and every partition of topic is assigned to one of them.
+	WaitSubscription(ctx context.Context, topic, subscription string, consumers int) error
+}
+
+// StoredCounter is implemented by drivers that can count the messages a topic
+// holds, independently of the producers' acknowledgements.
+type StoredCounter interface {
+	// StoredMessages returns the number of messages written to topic (for
+	// Kafka, the sum of the partitions' end offsets minus start offsets).
+	StoredMessages(ctx context.Context, topic string) (int64, error)
+}
+
+// Options are settings given on the command line rather than in the driver
+// config.
+type Options struct {
+	// Endpoints, when set, replaces the broker addresses of the config.
+	Endpoints []string
+}
+
+// Factory builds a driver from its config. It must validate every setting
+// and reject the ones it does not support with a workload.FieldError.
+type Factory func(cfg *workload.DriverConfig, opts Options) (Driver, error)
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Factory{}
+)
+
+// Register makes a driver available by name. It panics if name is taken.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("driver %q registered twice", name))
+	}
+	registry[name] = f
+}
+
+// Names returns the registered driver names, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrUnknownDriver is returned by New for a name nobody registered.
+var ErrUnknownDriver = errors.New("unknown driver")
+
+// New builds the driver cfg names.
+func New(cfg *workload.DriverConfig, opts Options) (Driver, error) {
+	mu.RLock()
+	f, ok := registry[cfg.Name]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q (from %s): available drivers: %s", ErrUnknownDriver, cfg.Name, cfg.Source, strings.Join(Names(), ", "))
+	}
+	return f(cfg, opts)
+}
+
+// ErrorKind names the kind of a send error for failure counts: the error's
+// own Kind() if it has one, else a short generic name.
+func ErrorKind(err error) string {
+	var k interface{ Kind() string }
+	switch {
+	case errors.As(err, &k):
+		return k.Kind()
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	default:
+		return "other"
+	}
+}

@@ -1,0 +1,368 @@
+// Package kafka is brokerbench's Apache Kafka driver, built on franz-go.
+//
+// Kafka's own client property names (acks, linger.ms, batch.size, ...) are
+// accepted and mapped onto franz-go options; where a property is not set,
+// the Java client's default is applied so that results compare with studies
+// made with the Java client. Unsupported properties are errors.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+func init() { driver.Register("kafka", New) }
+
+// Driver talks to one Kafka cluster. It is safe for concurrent use.
+type Driver struct {
+	cfg   *config
+	admin *kadm.Client
+	cl    *kgo.Client
+}
+
+var (
+	_ driver.Driver             = (*Driver)(nil)
+	_ driver.SubscriptionWaiter = (*Driver)(nil)
+	_ driver.StoredCounter      = (*Driver)(nil)
+)
+
+// New validates dc and connects an admin client. Connection problems show up
+// on the first operation, not here.
+func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
+	cfg, err := parseConfig(dc, opts.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(cfg.clientOpts(cfg.client)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka admin client: %w", err)
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(ms(cfg.client, "default.api.timeout.ms").Milliseconds()))
+	return &Driver{cfg: cfg, admin: adm, cl: cl}, nil
+}
+
+// apiCtx bounds an admin call by default.api.timeout.ms.
+func (d *Driver) apiCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ms(d.cfg.client, "default.api.timeout.ms"))
+}
+
+// BrokerVersion implements driver.Driver: the Kafka version guessed from the
+// brokers' supported API versions.
+func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	vs, err := d.admin.ApiVersions(ctx)
+	if err != nil {
+		return "", d.unreachable(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if g := v.VersionGuess(); !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	})
+	sort.Strings(out)
+	return "Apache Kafka " + strings.Join(out, ", "), nil
+}
+
+func (d *Driver) unreachable(err error) error {
+	return fmt.Errorf("kafka at %s: %w (is the broker running? start one with 'brokerbench local up kafka')", strings.Join(d.cfg.seeds, ","), err)
+}
+
+// CreateTopic implements driver.Driver. A replication factor of 0 uses the
+// driver config's.
+func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	rf := spec.ReplicationFactor
+	if rf == 0 {
+		rf = d.cfg.rf
+	}
+	configs := map[string]*string{}
+	for _, p := range append(d.cfg.topic.Effective(), spec.Config.Effective()...) {
+		configs[p.Key] = &p.Value
+	}
+	resp, err := d.admin.CreateTopic(ctx, int32(spec.Partitions), int16(rf), configs, spec.Name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %q (%d partitions, replication factor %d): %w", spec.Name, spec.Partitions, rf, err)
+	}
+	// Wait until every partition has a leader, so the first sends do not
+	// stall on metadata.
+	for {
+		md, err := d.admin.Metadata(ctx, spec.Name)
+		if err == nil {
+			if t, ok := md.Topics[spec.Name]; ok && t.Err == nil && len(t.Partitions) == spec.Partitions {
+				ready := true
+				for _, p := range t.Partitions {
+					ready = ready && p.Err == nil && p.Leader >= 0
+				}
+				if ready {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create topic %q: partitions have no leader yet: %w", spec.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// DeleteTopic implements driver.Driver.
+func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	resp, err := d.admin.DeleteTopic(ctx, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// StoredMessages implements driver.StoredCounter: the sum over partitions of
+// end offset minus start offset.
+func (d *Driver) StoredMessages(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	ends, err := d.admin.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list end offsets of %q: %w", topic, err)
+	}
+	starts, err := d.admin.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list start offsets of %q: %w", topic, err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) {
+		start, _ := starts.Lookup(o.Topic, o.Partition)
+		total += o.Offset - start.Offset
+	})
+	return total, nil
+}
+
+// WaitSubscription implements driver.SubscriptionWaiter.
+func (d *Driver) WaitSubscription(ctx context.Context, topic, subscription string, consumers int) error {
+	md, err := d.admin.Metadata(ctx, topic)
+	if err != nil {
+		return d.unreachable(err)
+	}
+	partitions := len(md.Topics[topic].Partitions)
+	var last string
+	for {
+		groups, err := d.admin.DescribeGroups(ctx, subscription)
+		if err == nil {
+			g := groups[subscription]
+			assigned := len(g.AssignedPartitions()[topic])
+			last = fmt.Sprintf("state %s, %d of %d members, %d of %d partitions assigned", g.State, len(g.Members), consumers, assigned, partitions)
+			if g.Err == nil && g.State == "Stable" && len(g.Members) == consumers && assigned == partitions {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("consumer group %q did not settle (%s): %w", subscription, last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// EffectiveConfig implements driver.Driver.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties {
+	redact := (&workload.DriverConfig{Common: d.cfg.client, Producer: d.cfg.producer, Consumer: d.cfg.consumer, Topic: d.cfg.topic}).Redacted()
+	return map[string]workload.Properties{
+		"client": redact.Common, "producer": redact.Producer, "consumer": redact.Consumer, "topic": redact.Topic,
+	}
+}
+
+// Close implements driver.Driver.
+func (d *Driver) Close() { d.cl.Close() }
+
+// NewProducer implements driver.Driver. Each producer is its own franz-go
+// client, as each Java producer is its own KafkaProducer.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	cl, err := kgo.NewClient(append(d.cfg.producerOpts(spec.MaxMessageBytes, spec.MaxInFlight), kgo.DefaultProduceTopic(spec.Topic))...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer: %w", err)
+	}
+	p := &producer{cl: cl, topic: spec.Topic, ack: ack}
+	p.promise = p.onProduced
+	return p, nil
+}
+
+type producer struct {
+	cl      *kgo.Client
+	topic   string
+	ack     driver.AckFunc
+	promise func(*kgo.Record, error) // p.onProduced, bound once
+}
+
+// recordSlot is the per-Message state kept in Message.DriverState: the
+// record franz-go sends and a context that leads back to the Message.
+type recordSlot struct {
+	rec kgo.Record
+	ctx messageContext
+}
+
+type messageContext struct {
+	context.Context
+	msg *driver.Message
+}
+
+// Send implements driver.Producer. It allocates only the first time a
+// Message is sent.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	slot, _ := m.DriverState.(*recordSlot)
+	if slot == nil {
+		slot = &recordSlot{ctx: messageContext{Context: context.Background(), msg: m}}
+		m.DriverState = slot
+	}
+	slot.rec = kgo.Record{Topic: p.topic, Key: m.Key, Value: m.Value, Context: &slot.ctx}
+	p.cl.Produce(ctx, &slot.rec, p.promise)
+}
+
+func (p *producer) onProduced(r *kgo.Record, err error) {
+	m := r.Context.(*messageContext).msg
+	if err != nil {
+		err = sendError{err}
+	}
+	p.ack(m, err)
+}
+
+// Flush implements driver.Producer.
+func (p *producer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
+
+// Close implements driver.Producer.
+func (p *producer) Close() { p.cl.Close() }
+
+// sendError gives Kafka send errors a short kind for failure counts.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }
+
+// Kind names the error: the Kafka error code name, or the franz-go
+// condition.
+func (e sendError) Kind() string {
+	var ke *kerr.Error
+	switch {
+	case errors.As(e.err, &ke):
+		return ke.Message
+	case errors.Is(e.err, kgo.ErrRecordTimeout):
+		return "RECORD_TIMEOUT"
+	case errors.Is(e.err, kgo.ErrRecordRetries):
+		return "RECORD_RETRIES_EXHAUSTED"
+	case errors.Is(e.err, kgo.ErrClientClosed):
+		return "CLIENT_CLOSED"
+	case errors.Is(e.err, kgo.ErrMaxBuffered):
+		return "MAX_BUFFERED"
+	case errors.Is(e.err, context.Canceled):
+		return "CANCELED"
+	case errors.Is(e.err, context.DeadlineExceeded):
+		return "TIMEOUT"
+	default:
+		return "OTHER"
+	}
+}
+
+// NewConsumer implements driver.Driver: one group member, polling in its own
+// goroutine until Close.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume}
+	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			c.readyOnce.Do(func() { close(c.ready) })
+		}))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka consumer: %w", err)
+	}
+	c.cl = cl
+	c.autoCommit = must(d.cfg.consumer.Get("enable.auto.commit")) == "true"
+	c.maxPoll = int(num(d.cfg.consumer, "max.poll.records"))
+	pollCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go c.poll(pollCtx)
+	return c, nil
+}
+
+type consumer struct {
+	cl         *kgo.Client
+	consume    driver.ConsumeFunc
+	ready      chan struct{}
+	readyOnce  sync.Once
+	done       chan struct{}
+	cancel     context.CancelFunc
+	autoCommit bool
+	maxPoll    int
+	committing atomic.Bool
+}
+
+func (c *consumer) poll(ctx context.Context) {
+	defer close(c.done)
+	var del driver.Delivery
+	for {
+		fetches := c.cl.PollRecords(ctx, c.maxPoll)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		iter := fetches.RecordIter()
+		for !iter.Done() {
+			r := iter.Next()
+			del.Value, del.Partition, del.Offset = r.Value, r.Partition, r.Offset
+			c.consume(&del)
+		}
+		if !c.autoCommit && c.committing.CompareAndSwap(false, true) {
+			go func() {
+				defer c.committing.Store(false)
+				_ = c.cl.CommitUncommittedOffsets(ctx)
+			}()
+		}
+	}
+}
+
+// Ready implements driver.Consumer: it returns once the member has joined
+// its group and received an assignment (possibly empty).
+func (c *consumer) Ready(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("kafka consumer did not join its group: %w", ctx.Err())
+	}
+}
+
+// Close implements driver.Consumer.
+func (c *consumer) Close() {
+	c.cancel()
+	<-c.done
+	c.cl.Close()
+}

@@ -1,0 +1,128 @@
+// Package metrics records latencies and counts while a run is in progress and
+// turns them into per-interval and whole-run statistics.
+//
+// Latencies are recorded in HdrHistograms with microsecond resolution, from
+// 1 µs to one hour with three significant digits; values below 1 µs are
+// recorded as 0 µs and kept, values above the range are recorded at the top
+// of the range and counted as clamped. Each recording goroutine owns its own
+// Histogram; a collector drains them into interval histograms.
+package metrics
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+const (
+	// HighestMicros is the largest latency a histogram tracks: one hour.
+	HighestMicros = int64(3_600_000_000)
+	// SignificantDigits is the histogram precision.
+	SignificantDigits = 3
+)
+
+// NewHDR returns an empty histogram with brokerbench's geometry.
+func NewHDR() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, HighestMicros, SignificantDigits)
+}
+
+// Histogram is a latency histogram written by one goroutine and drained by a
+// collector. Record and DrainInto are safe for concurrent use with each other;
+// the lock is uncontended except during a drain.
+type Histogram struct {
+	mu      sync.Mutex
+	h       *hdrhistogram.Histogram
+	clamped atomic.Int64
+}
+
+// NewHistogram returns an empty Histogram.
+func NewHistogram() *Histogram {
+	return &Histogram{h: NewHDR()}
+}
+
+// RecordNanos records a latency given in nanoseconds. Negative values are
+// recorded as 0; values above HighestMicros are recorded as HighestMicros and
+// counted in Clamped. It does not allocate.
+func (h *Histogram) RecordNanos(ns int64) {
+	us := ns / 1000
+	if us < 0 {
+		us = 0
+	}
+	if us > HighestMicros {
+		us = HighestMicros
+		h.clamped.Add(1)
+	}
+	h.mu.Lock()
+	_ = h.h.RecordValue(us) // cannot fail: us is within range
+	h.mu.Unlock()
+}
+
+// DrainInto adds everything recorded since the last drain to dst and resets
+// the Histogram.
+func (h *Histogram) DrainInto(dst *hdrhistogram.Histogram) {
+	h.mu.Lock()
+	dst.Merge(h.h)
+	h.h.Reset()
+	h.mu.Unlock()
+}
+
+// Clamped returns how many recorded values exceeded HighestMicros.
+func (h *Histogram) Clamped() int64 { return h.clamped.Load() }
+
+// Encode returns the histogram in HdrHistogram's compressed, base64-encoded V2
+// format, readable by every HdrHistogram implementation.
+func Encode(h *hdrhistogram.Histogram) (string, error) {
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("encode histogram: %w", err)
+	}
+	return string(b), nil
+}
+
+// Decode parses a histogram written by Encode.
+func Decode(s string) (*hdrhistogram.Histogram, error) {
+	h, err := hdrhistogram.Decode([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("decode histogram: %w", err)
+	}
+	return h, nil
+}
+
+// Latency summarises a latency distribution. All values are milliseconds with
+// microsecond resolution.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P75   float64 `json:"p75"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99_9"`
+	P9999 float64 `json:"p99_99"`
+	Max   float64 `json:"max"`
+}
+
+// Percentiles lists the percentiles Summarize reports, in order.
+var Percentiles = []float64{50, 75, 95, 99, 99.9, 99.99}
+
+// Summarize computes the summary of h. An empty histogram gives zeros.
+func Summarize(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	v := h.ValueAtPercentilesSlice(Percentiles)
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Latency{
+		Count: h.TotalCount(),
+		Mean:  h.Mean() / 1000,
+		P50:   ms(v[0]),
+		P75:   ms(v[1]),
+		P95:   ms(v[2]),
+		P99:   ms(v[3]),
+		P999:  ms(v[4]),
+		P9999: ms(v[5]),
+		Max:   ms(h.Max()),
+	}
+}

@@ -1,0 +1,256 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Property is one broker client or topic setting, in the broker's own naming
+// (for Kafka: "linger.ms", "acks", ...), with where it was set.
+type Property struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// File and Line locate the setting for error messages; Line is 0 for
+	// settings that did not come from a file.
+	File string `json:"-"`
+	Line int    `json:"-"`
+}
+
+// Properties is an ordered list of settings; a later entry for the same key
+// overrides an earlier one.
+type Properties []Property
+
+// Map returns the effective settings, the last value of each key winning.
+func (p Properties) Map() map[string]Property {
+	m := make(map[string]Property, len(p))
+	for _, prop := range p {
+		m[prop.Key] = prop
+	}
+	return m
+}
+
+// Effective returns the settings with duplicates resolved, sorted by key.
+func (p Properties) Effective() Properties {
+	m := p.Map()
+	out := make(Properties, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+// Get returns the effective value of key and whether it is set.
+func (p Properties) Get(key string) (string, bool) {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i].Key == key {
+			return p[i].Value, true
+		}
+	}
+	return "", false
+}
+
+// Error returns a FieldError located at prop.
+func (prop Property) Error(format string, args ...any) error {
+	return &FieldError{File: prop.File, Line: prop.Line, Field: prop.Key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// DriverConfig selects a broker driver and holds its settings. It is read
+// from an OMB driver file, a brokerbench driver file, or a workload's inline
+// "driver" section.
+type DriverConfig struct {
+	// Name is the registered driver name, such as "kafka".
+	Name   string `json:"name"`
+	Source string `json:"source,omitempty"`
+	Format Format `json:"format"`
+	// DriverClass is the OMB driver class the file named, if any.
+	DriverClass       string `json:"driverClass,omitempty"`
+	ReplicationFactor int    `json:"replicationFactor"`
+	// Reset is OMB's flag for deleting leftover benchmark topics first.
+	Reset bool `json:"reset,omitempty"`
+
+	Topic    Properties `json:"topicConfig"`
+	Common   Properties `json:"commonConfig"`
+	Producer Properties `json:"producerConfig"`
+	Consumer Properties `json:"consumerConfig"`
+}
+
+// ombDriverClasses maps OMB driver classes to brokerbench driver names.
+var ombDriverClasses = map[string]string{
+	"io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver":      "kafka",
+	"io.openmessaging.benchmark.driver.redpanda.RedpandaBenchmarkDriver": "kafka",
+	"io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver": "rabbitmq",
+	"io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver":         "nats",
+	"io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver":       "redis",
+}
+
+// LoadDriver reads a driver config file (OMB or brokerbench format).
+func LoadDriver(path string) (*DriverConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read driver config: %w (check the path)", err)
+	}
+	return ParseDriver(path, data)
+}
+
+// ParseDriver reads a driver config from data; name is used in errors.
+func ParseDriver(name string, data []byte) (*DriverConfig, error) {
+	root, err := parseYAML(name, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: name}
+	c := d.driverConfig(root, true)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return c, nil
+}
+
+// driverConfig decodes a driver mapping. topLevel is true for a file of its
+// own, where OMB's "driverClass" and a display "name" are allowed.
+func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
+	c := &DriverConfig{Source: d.file, Format: Native, ReplicationFactor: 1}
+	var name, driver string
+	props := func(dst *Properties) fieldSetter {
+		return func(d *decoder, key string, v *yaml.Node) { *dst = d.properties(key, v) }
+	}
+	fields := map[string]fieldSetter{
+		"driver":            stringField(&driver),
+		"replicationFactor": intField(&c.ReplicationFactor, 1, 100),
+		"reset":             boolField(&c.Reset),
+		"topicConfig":       props(&c.Topic),
+		"commonConfig":      props(&c.Common),
+		"producerConfig":    props(&c.Producer),
+		"consumerConfig":    props(&c.Consumer),
+	}
+	if topLevel {
+		fields["name"] = stringField(&name)
+		fields["driverClass"] = stringField(&c.DriverClass)
+	}
+	seen := d.mapping(n, "a driver config", fields)
+	switch {
+	case c.DriverClass != "":
+		c.Format = OMB
+		mapped, ok := ombDriverClasses[c.DriverClass]
+		if !ok {
+			known := sortedKeys(ombDriverClasses)
+			d.fail(seen["driverClass"], "driverClass", "unknown OMB driver class %q; known: %s", c.DriverClass, strings.Join(known, ", "))
+		}
+		c.Name = mapped
+	case driver != "":
+		c.Name = driver
+	case topLevel && name != "":
+		c.Name = strings.ToLower(name)
+	default:
+		d.fail(n, "driver", `missing: name the broker driver, for example "driver: kafka"`)
+	}
+	return c
+}
+
+// properties decodes either a Java-properties text block (OMB style) or a
+// YAML mapping of key: value.
+func (d *decoder) properties(field string, v *yaml.Node) Properties {
+	switch {
+	case v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == ""):
+		return nil
+	case v.Kind == yaml.ScalarNode:
+		// A block scalar's text starts on the line after its indicator.
+		first := v.Line
+		if v.Style == yaml.LiteralStyle || v.Style == yaml.FoldedStyle {
+			first++
+		}
+		props, err := ParseProperties(v.Value)
+		for i := range props {
+			props[i].File = d.file
+			props[i].Line += first - 1
+		}
+		if err != nil {
+			d.fail(v, field, "%v", err)
+		}
+		return props
+	case v.Kind == yaml.MappingNode:
+		var props Properties
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			k, val := v.Content[i], v.Content[i+1]
+			if val.Kind != yaml.ScalarNode {
+				d.fail(val, field+"."+k.Value, "must be a single value")
+				continue
+			}
+			props = append(props, Property{Key: k.Value, Value: val.Value, File: d.file, Line: k.Line})
+		}
+		return props
+	default:
+		d.fail(v, field, "must be Java-properties text (key=value lines) or a mapping of key: value")
+		return nil
+	}
+}
+
+// ParseProperties parses Java-properties text: one key=value, key:value or
+// "key value" per line; '#' and '!' start comment lines; a trailing backslash
+// continues a value on the next line. Line numbers in the result count from 1
+// at the first line of text.
+func ParseProperties(text string) (Properties, error) {
+	var props Properties
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		lineNo := i + 1
+		line := strings.TrimSpace(lines[i])
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		for strings.HasSuffix(line, `\`) && i+1 < len(lines) {
+			i++
+			line = strings.TrimSuffix(line, `\`) + strings.TrimSpace(lines[i])
+		}
+		sep := strings.IndexAny(line, "=: \t")
+		if sep <= 0 {
+			return props, fmt.Errorf("line %d: %q is not a key=value property", lineNo, line)
+		}
+		key := line[:sep]
+		value := strings.TrimSpace(line[sep+1:])
+		if line[sep] == ' ' || line[sep] == '\t' {
+			value = strings.TrimSpace(strings.TrimLeft(value, "=:"))
+		}
+		props = append(props, Property{Key: key, Value: value, Line: lineNo})
+	}
+	return props, nil
+}
+
+// Redacted returns a copy of c whose secret-looking values are replaced by
+// "[redacted]", for results files.
+func (c *DriverConfig) Redacted() *DriverConfig {
+	out := *c
+	red := func(p Properties) Properties {
+		var o Properties
+		for _, prop := range p.Effective() {
+			if isSecret(prop.Key) {
+				prop.Value = "[redacted]"
+			}
+			o = append(o, prop)
+		}
+		return o
+	}
+	out.Topic, out.Common, out.Producer, out.Consumer = red(c.Topic), red(c.Common), red(c.Producer), red(c.Consumer)
+	return &out
+}
+
+func isSecret(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"password", "secret", "jaas", "token", "credential", "sasl.username"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// SortProperties sorts p by key in place, keeping the relative order of equal
+// keys.
+func SortProperties(p Properties) {
+	sort.SliceStable(p, func(i, j int) bool { return p[i].Key < p[j].Key })
+}

@@ -1,0 +1,282 @@
+// Package workload reads benchmark workloads and broker driver settings from
+// YAML: brokerbench's own format and OpenMessaging Benchmark's (OMB) workload
+// and driver files, unchanged. Every problem is reported with file, line and
+// field, wrapped around ErrInvalid.
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/brokerbench/brokerbench/internal/payload"
+)
+
+// Format names the file format a workload or driver config was read from.
+type Format string
+
+// Supported formats.
+const (
+	Native Format = "brokerbench"
+	OMB    Format = "omb"
+)
+
+// Workload is a fully resolved, validated description of one benchmark run.
+type Workload struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Source is the file the workload came from and Format its format.
+	Source string `json:"source,omitempty"`
+	Format Format `json:"format"`
+
+	Topics             int `json:"topics"`
+	PartitionsPerTopic int `json:"partitionsPerTopic"`
+	// ReplicationFactor overrides the driver's when non-zero.
+	ReplicationFactor int `json:"replicationFactor,omitempty"`
+
+	MessageSize int `json:"messageSize"`
+	// PayloadRandomRatio is the fraction of each payload that is random.
+	PayloadRandomRatio float64 `json:"payloadRandomRatio"`
+	PayloadPoolSize    int     `json:"payloadPoolSize"`
+	// PayloadFile, when set, is the absolute path of the payload to send.
+	PayloadFile    string          `json:"payloadFile,omitempty"`
+	KeyDistributor payload.KeyMode `json:"keyDistributor"`
+
+	ProducersPerTopic        int `json:"producersPerTopic"`
+	SubscriptionsPerTopic    int `json:"subscriptionsPerTopic"`
+	ConsumersPerSubscription int `json:"consumersPerSubscription"`
+
+	// ProducerRate is the total target rate in messages per second over all
+	// producers; 0 means as fast as possible.
+	ProducerRate float64 `json:"producerRate"`
+	// MessageLimit stops the producers after this many messages in total
+	// (0: no limit; the duration bounds the run).
+	MessageLimit int64 `json:"messageLimit,omitempty"`
+
+	Warmup   time.Duration `json:"warmupNs"`
+	Duration time.Duration `json:"durationNs"`
+
+	ConsumerBacklogSizeGB float64 `json:"consumerBacklogSizeGB,omitempty"`
+	BacklogDrainRatio     float64 `json:"backlogDrainRatio,omitempty"`
+
+	Seed uint64 `json:"seed"`
+
+	// Driver is an inline driver configuration (native format only), or nil.
+	Driver *DriverConfig `json:"-"`
+}
+
+// Producers returns the total number of producers.
+func (w *Workload) Producers() int { return w.Topics * w.ProducersPerTopic }
+
+// Consumers returns the total number of consumers.
+func (w *Workload) Consumers() int {
+	return w.Topics * w.SubscriptionsPerTopic * w.ConsumersPerSubscription
+}
+
+// ombOnlyKeys are keys that only OMB workload files use; one of them marks a
+// file as OMB format.
+var ombOnlyKeys = []string{
+	"producerRate", "testDurationMinutes", "warmupDurationMinutes", "consumerPerSubscription",
+	"useRandomizedPayloads", "randomBytesRatio", "randomizedPayloadPoolSize",
+	"consumerBacklogSizeGB", "payloadFile",
+}
+
+// Load reads and validates the workload file at path, in either format.
+func Load(path string) (*Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read workload: %w (check the path)", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads a workload from data; name is used in error messages and to
+// resolve relative payload file paths.
+func Parse(name string, data []byte) (*Workload, error) {
+	root, err := parseYAML(name, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: name}
+	var w *Workload
+	if isOMB(root) {
+		w = d.omb(root)
+	} else {
+		w = d.native(root)
+	}
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	w.Source = name
+	if w.PayloadFile != "" && !filepath.IsAbs(w.PayloadFile) {
+		w.PayloadFile = filepath.Join(filepath.Dir(name), w.PayloadFile)
+	}
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func parseYAML(name string, data []byte) (*yaml.Node, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &FieldError{File: name, Msg: "file is empty: expected a YAML mapping"}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &FieldError{File: name, Msg: "not valid YAML: " + err.Error()}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, &FieldError{File: name, Msg: "expected a YAML mapping"}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &FieldError{File: name, Line: root.Line, Msg: "expected a YAML mapping of field: value at the top level"}
+	}
+	return root, nil
+}
+
+func isOMB(root *yaml.Node) bool {
+	for i := 0; i < len(root.Content); i += 2 {
+		for _, k := range ombOnlyKeys {
+			if root.Content[i].Value == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *decoder) native(root *yaml.Node) *Workload {
+	w := &Workload{
+		Format: Native, Topics: 1, PartitionsPerTopic: 1, MessageSize: 1024,
+		PayloadRandomRatio: 1, PayloadPoolSize: 100, KeyDistributor: payload.NoKey,
+		ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
+		Duration: time.Minute, Seed: 1,
+	}
+	var keys string
+	var seed int
+	d.mapping(root, "a brokerbench workload", map[string]fieldSetter{
+		"name":                     stringField(&w.Name),
+		"description":              stringField(&w.Description),
+		"topics":                   intField(&w.Topics, 1, 10000),
+		"partitionsPerTopic":       intField(&w.PartitionsPerTopic, 1, 100000),
+		"replicationFactor":        intField(&w.ReplicationFactor, 1, 100),
+		"messageSize":              intField(&w.MessageSize, payload.HeaderSize, 100<<20),
+		"payloadRandomRatio":       floatField(&w.PayloadRandomRatio, 0, 1),
+		"payloadPoolSize":          intField(&w.PayloadPoolSize, 1, 100000),
+		"payloadFile":              stringField(&w.PayloadFile),
+		"keyDistributor":           enumField(&keys, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey)),
+		"producersPerTopic":        intField(&w.ProducersPerTopic, 0, 10000),
+		"subscriptionsPerTopic":    intField(&w.SubscriptionsPerTopic, 0, 1000),
+		"consumersPerSubscription": intField(&w.ConsumersPerSubscription, 0, 10000),
+		"rate":                     floatField(&w.ProducerRate, 0, 1e9),
+		"messages":                 int64Field(&w.MessageLimit),
+		"warmup":                   durationField(&w.Warmup, 0),
+		"duration":                 durationField(&w.Duration, time.Second),
+		"seed":                     intField(&seed, 0, 1<<31-1),
+		"driver": func(d *decoder, key string, v *yaml.Node) {
+			w.Driver = d.driverConfig(v, false)
+		},
+	})
+	if keys != "" {
+		w.KeyDistributor = payload.KeyMode(keys)
+	}
+	if seed != 0 {
+		w.Seed = uint64(seed)
+	}
+	if w.Name == "" {
+		d.fail(root, "name", "missing: every workload needs a name")
+	}
+	return w
+}
+
+func int64Field(dst *int64) fieldSetter {
+	return func(d *decoder, key string, v *yaml.Node) {
+		var f float64
+		floatField(&f, 0, 1e15)(d, key, v)
+		if f != float64(int64(f)) {
+			d.fail(v, key, "must be a whole number, got %v", f)
+			return
+		}
+		*dst = int64(f)
+	}
+}
+
+func (d *decoder) omb(root *yaml.Node) *Workload {
+	w := &Workload{
+		Format: OMB, Topics: 1, PartitionsPerTopic: 1, MessageSize: 1024,
+		PayloadRandomRatio: 0.5, PayloadPoolSize: 1000, KeyDistributor: payload.NoKey,
+		ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
+		Duration: 15 * time.Minute, Warmup: time.Minute, Seed: 1,
+	}
+	var keys string
+	randomized := false
+	d.mapping(root, "an OMB workload", map[string]fieldSetter{
+		"name":                      stringField(&w.Name),
+		"topics":                    intField(&w.Topics, 1, 10000),
+		"partitionsPerTopic":        intField(&w.PartitionsPerTopic, 1, 100000),
+		"keyDistributor":            enumField(&keys, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey)),
+		"messageSize":               intField(&w.MessageSize, payload.HeaderSize, 100<<20),
+		"useRandomizedPayloads":     boolField(&randomized),
+		"randomBytesRatio":          floatField(&w.PayloadRandomRatio, 0, 1),
+		"randomizedPayloadPoolSize": intField(&w.PayloadPoolSize, 1, 100000),
+		"payloadFile":               stringField(&w.PayloadFile),
+		"subscriptionsPerTopic":     intField(&w.SubscriptionsPerTopic, 0, 1000),
+		"producersPerTopic":         intField(&w.ProducersPerTopic, 0, 10000),
+		"consumerPerSubscription":   intField(&w.ConsumersPerSubscription, 0, 10000),
+		"producerRate":              floatField(&w.ProducerRate, 0, 1e9),
+		"consumerBacklogSizeGB":     floatField(&w.ConsumerBacklogSizeGB, 0, 1e6),
+		"backlogDrainRatio":         floatField(&w.BacklogDrainRatio, 0, 1e6),
+		"testDurationMinutes":       minutesField(&w.Duration),
+		"warmupDurationMinutes":     minutesField(&w.Warmup),
+	})
+	if keys != "" {
+		w.KeyDistributor = payload.KeyMode(keys)
+	}
+	if randomized {
+		w.PayloadFile = ""
+	} else if w.PayloadFile == "" {
+		d.fail(root, "payloadFile", "missing: OMB workloads without useRandomizedPayloads: true need a payloadFile")
+	}
+	if w.Name == "" {
+		d.fail(root, "name", "missing: every workload needs a name")
+	}
+	return w
+}
+
+// Validate checks cross-field rules. Load and Parse call it; call it again
+// after changing a Workload (for example after applying CLI overrides).
+func (w *Workload) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{File: w.Source, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if w.Producers() == 0 && w.Consumers() == 0 {
+		bad("producersPerTopic", "the workload has neither producers nor consumers")
+	}
+	if w.Duration <= 0 {
+		bad("duration", "must be positive")
+	}
+	if w.Warmup < 0 {
+		bad("warmup", "must not be negative")
+	}
+	if w.MessageSize < payload.HeaderSize {
+		bad("messageSize", "must be at least %d bytes (the brokerbench header)", payload.HeaderSize)
+	}
+	if w.ConsumerBacklogSizeGB > 0 {
+		bad("consumerBacklogSizeGB", "backlog tests are not supported yet: set it to 0")
+	}
+	if w.PayloadFile != "" {
+		if st, err := os.Stat(w.PayloadFile); err != nil {
+			bad("payloadFile", "cannot read %s: %v; give a path relative to the workload file, or set useRandomizedPayloads: true", w.PayloadFile, err)
+		} else if st.Size() != int64(w.MessageSize) {
+			bad("payloadFile", "%s is %d bytes but messageSize is %d: make them equal", w.PayloadFile, st.Size(), w.MessageSize)
+		}
+	}
+	return errors.Join(errs...)
+}
