@@ -81,7 +81,7 @@ type DriverConfig struct {
 
 // ombDriverClasses maps OMB driver classes to brokerbench driver names.
 var ombDriverClasses = map[string]string{
-	"io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver":      "kafka",
+	"io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver":       "kafka",
 	"io.openmessaging.benchmark.driver.redpanda.RedpandaBenchmarkDriver": "kafka",
 	"io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver": "rabbitmq",
 	"io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver":         "nats",

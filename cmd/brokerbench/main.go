@@ -1,0 +1,15 @@
+// Command brokerbench benchmarks message brokers. This file only wires the
+// process to internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/brokerbench/brokerbench/internal/cli"
+	_ "github.com/brokerbench/brokerbench/internal/driver/kafka" // registers the "kafka" driver
+)
+
+func main() {
+	os.Exit(cli.Execute(context.Background(), os.Args[1:], cli.IO{Out: os.Stdout, Err: os.Stderr}))
+}

@@ -1,0 +1,98 @@
+// Package cli implements the brokerbench command line. Commands write to
+// the streams in IO and return errors that carry an exit code, so the whole
+// CLI can be driven from tests.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Exit codes. Scripts can tell bad input from a failed or dishonest run.
+const (
+	ExitOK             = 0
+	ExitRunFailed      = 1 // the run could not be made (broker unreachable, setup failed)
+	ExitInvalidInput   = 2 // bad flags, workload or driver file
+	ExitTargetNotHeld  = 3 // the run completed but did not hold its target rate
+	ExitInterrupted    = 4 // interrupted; partial results were written
+	ExitAccountingFail = 5 // acknowledged and stored message counts disagree
+)
+
+// IO holds the streams commands use.
+type IO struct {
+	Out, Err io.Writer
+}
+
+// exitError attaches an exit code to an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// Execute runs the command line args and returns the process exit code.
+func Execute(ctx context.Context, args []string, io IO) int {
+	root := newRoot(io)
+	root.SetArgs(args)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err.Error() != "" {
+			fmt.Fprintf(io.Err, "brokerbench: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(io.Err, "brokerbench: %v\n", err)
+	switch {
+	case errors.Is(err, workload.ErrInvalid), isUsage(err):
+		return ExitInvalidInput
+	case errors.Is(err, local.ErrPrerequisite):
+		return ExitRunFailed
+	default:
+		return ExitRunFailed
+	}
+}
+
+// usageError marks flag and argument mistakes.
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func newRoot(io IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "brokerbench",
+		Short: "Benchmark message brokers honestly",
+		Long: `brokerbench runs declarative workloads against message brokers and reports
+throughput, latency measured from the intended send time, and exact message
+accounting. It reads its own workload format and OpenMessaging Benchmark files.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCmd(io), newLocalCmd(io), newVersionCmd(io))
+	return root
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/runner"
+	"github.com/brokerbench/brokerbench/internal/sysinfo"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+type runFlags struct {
+	driverFile   string
+	broker       string
+	duration     time.Duration
+	warmup       time.Duration
+	rate         float64
+	messages     int64
+	out          string
+	ombJSON      string
+	keepTopics   bool
+	interval     time.Duration
+	drainTimeout time.Duration
+	quiet        bool
+	local        localFlags
+}
+
+func newRunCmd(io IO) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run WORKLOAD.yaml",
+		Short: "Run one workload against a broker and write its results",
+		Long: `run executes one workload: it creates the topics, starts the consumers and
+waits until they are assigned, starts the producers, warms up, measures,
+stops the producers, waits for the consumers to drain, and deletes the
+topics. It prints a progress line per interval and a summary, and writes a
+results JSON file.
+
+The workload may be in brokerbench's format or an OpenMessaging Benchmark
+workload file. The broker settings come from --driver (an OMB driver file or
+a brokerbench driver file), from the workload's inline "driver" section, or
+default to Kafka. Without a broker address (--broker or bootstrap.servers),
+run uses the local Kafka broker and starts it if needed; it keeps running
+afterwards (stop it with 'brokerbench local down kafka').
+
+Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
+4 interrupted (partial results written), 5 accounting mismatch.`,
+		Example: `  brokerbench run workloads/quick.yaml
+  brokerbench run omb/1-topic-16-partitions-1kb.yaml --driver omb/kafka-throughput.yaml --duration 30s --warmup 5s
+  brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("run takes exactly one workload file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWorkload(cmd, io, args[0], &f, cmd.Flags().Changed)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.driverFile, "driver", "d", "", "driver config file (OMB or brokerbench format); default: the workload's inline driver, else Kafka")
+	fl.StringVar(&f.broker, "broker", "", "broker address(es), comma-separated; overrides the driver config")
+	fl.DurationVar(&f.duration, "duration", 0, "override the measurement duration (e.g. 30s)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "override the warmup duration (e.g. 5s)")
+	fl.Float64Var(&f.rate, "rate", 0, "override the total producer rate in msg/s (0 = max rate)")
+	fl.Int64Var(&f.messages, "messages", 0, "stop producing after this many messages in total")
+	fl.StringVarP(&f.out, "out", "o", "", "results JSON path (default results/<workload>-<run id>.json)")
+	fl.StringVar(&f.ombJSON, "omb-json", "", "also write OMB TestResult JSON to this path")
+	fl.BoolVar(&f.keepTopics, "keep-topics", false, "do not delete the run's topics afterwards")
+	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
+	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
+	f.local.heapMB = 1024
+	return cmd
+}
+
+func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed func(string) bool) error {
+	w, err := workload.Load(path)
+	if err != nil {
+		return err
+	}
+	if changed("duration") {
+		w.Duration = f.duration
+	}
+	if changed("warmup") {
+		w.Warmup = f.warmup
+	}
+	if changed("rate") {
+		w.ProducerRate = f.rate
+	}
+	if changed("messages") {
+		w.MessageLimit = f.messages
+	}
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("after command-line overrides: %w", err)
+	}
+	dc := w.Driver
+	if f.driverFile != "" {
+		if dc, err = workload.LoadDriver(f.driverFile); err != nil {
+			return err
+		}
+	}
+	if dc == nil {
+		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
+	}
+	var endpoints []string
+	for _, b := range strings.Split(f.broker, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			endpoints = append(endpoints, b)
+		}
+	}
+	ctx := cmd.Context()
+	if len(endpoints) == 0 && dc.Name == "kafka" {
+		if _, ok := dc.Common.Get("bootstrap.servers"); !ok {
+			k := f.local.kafka(io)
+			st, err := k.Up(ctx)
+			if err != nil {
+				return withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w", err))
+			}
+			fmt.Fprintf(io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
+			endpoints = []string{st.Address}
+		}
+	}
+	drv, err := driver.New(dc, driver.Options{Endpoints: endpoints})
+	if err != nil {
+		if errors.Is(err, driver.ErrUnknownDriver) {
+			return withCode(ExitInvalidInput, err)
+		}
+		return err
+	}
+	defer drv.Close()
+
+	env := sysinfo.Collect()
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	env.BrokerVersion, err = drv.BrokerVersion(vctx)
+	cancel()
+	if err != nil {
+		return withCode(ExitRunFailed, err)
+	}
+	env.BrokerEndpoint = strings.Join(endpoints, ",")
+
+	// Ctrl-C or SIGTERM stops the run; what was measured is still written.
+	runCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := runner.Config{
+		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout,
+		KeepTopics: f.keepTopics, Log: io.Err,
+	}
+	if !f.quiet {
+		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
+	}
+	res, runErr := runner.Run(runCtx, cfg)
+	if res == nil {
+		return withCode(ExitRunFailed, runErr)
+	}
+	res.Environment = env
+	res.Driver = results.Driver{Name: dc.Name, Source: dc.Source, Format: dc.Format, ReplicationFactor: dc.ReplicationFactor, Effective: drv.EffectiveConfig()}
+	if w.ReplicationFactor > 0 {
+		res.Driver.ReplicationFactor = w.ReplicationFactor
+	}
+	out := f.out
+	if out == "" {
+		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", safeName(w.Name), res.ID))
+	}
+	if err := results.Write(out, res); err != nil {
+		return withCode(ExitRunFailed, err)
+	}
+	if f.ombJSON != "" {
+		if err := results.Write(f.ombJSON, results.OMB(res)); err != nil {
+			return withCode(ExitRunFailed, err)
+		}
+	}
+	results.PrintSummary(io.Out, res)
+	partial := ""
+	if res.Partial {
+		partial = " (PARTIAL)"
+	}
+	fmt.Fprintf(io.Out, "results: %s%s\n", out, partial)
+	if f.ombJSON != "" {
+		fmt.Fprintf(io.Out, "OMB results: %s\n", f.ombJSON)
+	}
+	switch {
+	case res.Partial:
+		return withCode(ExitInterrupted, fmt.Errorf("run interrupted; partial results written to %s", out))
+	case runErr != nil:
+		return withCode(ExitRunFailed, runErr)
+	case res.Counts.StoredByBroker != nil && *res.Counts.StoredByBroker != res.Counts.Acked:
+		return withCode(ExitAccountingFail, fmt.Errorf("the broker stores %d messages but %d were acknowledged", *res.Counts.StoredByBroker, res.Counts.Acked))
+	case res.Target != nil && !res.Target.Held:
+		return withCode(ExitTargetNotHeld, fmt.Errorf("target rate not held: %s", res.Target.Reason))
+	}
+	return nil
+}
+
+// safeName turns a workload name into a file-name fragment.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "run"
+	}
+	return b.String()
+}

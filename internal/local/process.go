@@ -1,0 +1,110 @@
+// Package local installs and runs brokers on this machine, bound to
+// loopback, for benchmarks that need no external cluster.
+package local
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultCacheDir returns where downloaded broker distributions are kept:
+// $BROKERBENCH_CACHE, else the user cache directory's "brokerbench".
+func DefaultCacheDir() string {
+	if d := os.Getenv("BROKERBENCH_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "brokerbench")
+	}
+	return filepath.Join(os.TempDir(), "brokerbench-cache")
+}
+
+// DefaultStateDir returns where running brokers keep data, logs and PID
+// files: $BROKERBENCH_STATE, else the user cache directory's
+// "brokerbench/state".
+func DefaultStateDir() string {
+	if d := os.Getenv("BROKERBENCH_STATE"); d != "" {
+		return d
+	}
+	return filepath.Join(DefaultCacheDir(), "state")
+}
+
+// alive reports whether pid is a live (not zombie) process whose command
+// line contains marker. The marker guards against a reused PID.
+func alive(pid int, marker string) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && bytes.Contains(cmdline, []byte(marker))
+}
+
+func readPID(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("PID file %s is corrupt: %w", path, err)
+	}
+	return pid, nil
+}
+
+// stopPID sends SIGTERM to pid, waits up to grace for it to exit, then sends
+// SIGKILL and waits again.
+func stopPID(pid int, marker string, grace time.Duration) error {
+	if !alive(pid, marker) {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop PID %d: %w", pid, err)
+	}
+	if waitGone(pid, marker, grace) {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if waitGone(pid, marker, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("PID %d did not exit after SIGKILL", pid)
+}
+
+func waitGone(pid int, marker string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !alive(pid, marker) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return !alive(pid, marker)
+}
+
+// tail returns the last n lines of the file at path, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,189 @@
+// Package results defines brokerbench's results file (schema
+// "brokerbench/results/v1", documented in docs/results.md), and writes it and
+// OpenMessaging Benchmark's TestResult JSON.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Schema identifies the results format version.
+const Schema = "brokerbench/results/v1"
+
+// Run is one benchmark run's results.
+type Run struct {
+	Schema string `json:"schema"`
+	ID     string `json:"id"`
+	// Partial is true when the run did not complete (interrupted, broker
+	// lost); PartialReason says why. Everything measured until then is kept.
+	Partial       bool      `json:"partial"`
+	PartialReason string    `json:"partialReason,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
+	EndedAt       time.Time `json:"endedAt"`
+
+	Environment Environment        `json:"environment"`
+	Workload    *workload.Workload `json:"workload"`
+	Driver      Driver             `json:"driver"`
+
+	// IntervalSeconds is the nominal length of one Intervals entry.
+	IntervalSeconds float64    `json:"intervalSeconds"`
+	Intervals       []Interval `json:"intervals"`
+	// Measured aggregates the measurement phase (after warmup, before the
+	// producers stop).
+	Measured Aggregate `json:"measured"`
+	// Counts are whole-run message counts, warmup and drain included.
+	Counts Counts `json:"counts"`
+	// Target states whether a fixed-rate run held its rate.
+	Target *Target `json:"target,omitempty"`
+	// Histograms are the measurement phase's latency histograms, encoded in
+	// HdrHistogram's compressed V2 format (base64), values in microseconds.
+	Histograms Histograms `json:"histograms"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
+
+// Environment records where and with what a run was made.
+type Environment struct {
+	BrokerbenchVersion string `json:"brokerbenchVersion"`
+	BrokerbenchCommit  string `json:"brokerbenchCommit"`
+	GoVersion          string `json:"goVersion"`
+	Hostname           string `json:"hostname"`
+	OS                 string `json:"os"`
+	Kernel             string `json:"kernel"`
+	Arch               string `json:"arch"`
+	CPUModel           string `json:"cpuModel"`
+	CPUCores           int    `json:"cpuCores"`
+	MemoryBytes        int64  `json:"memoryBytes"`
+	BrokerVersion      string `json:"brokerVersion"`
+	BrokerEndpoint     string `json:"brokerEndpoint,omitempty"`
+}
+
+// Driver records the driver and its effective settings (secrets redacted).
+type Driver struct {
+	Name              string                         `json:"name"`
+	Source            string                         `json:"source,omitempty"`
+	Format            workload.Format                `json:"format"`
+	ReplicationFactor int                            `json:"replicationFactor"`
+	Effective         map[string]workload.Properties `json:"effective"`
+}
+
+// Phase names an interval's place in the run.
+type Phase string
+
+// Run phases, in order.
+const (
+	Warmup  Phase = "warmup"
+	Measure Phase = "measure"
+	Drain   Phase = "drain"
+)
+
+// Interval is one sampling interval. Counts are deltas within the interval;
+// rates are per second; latencies are of the messages acknowledged (publish)
+// or consumed (end-to-end) within it.
+type Interval struct {
+	// StartSeconds and EndSeconds are offsets from the start of producing.
+	StartSeconds    float64         `json:"start"`
+	EndSeconds      float64         `json:"end"`
+	Phase           Phase           `json:"phase"`
+	Sent            int64           `json:"sent"`
+	Acked           int64           `json:"acked"`
+	Failed          int64           `json:"failed"`
+	Consumed        int64           `json:"consumed"`
+	PublishRate     float64         `json:"publishRate"`
+	ConsumeRate     float64         `json:"consumeRate"`
+	PublishMBps     float64         `json:"publishMBps"`
+	ConsumeMBps     float64         `json:"consumeMBps"`
+	Backlog         int64           `json:"backlog"`
+	PublishLatency  metrics.Latency `json:"publishLatency"`
+	SendLag         metrics.Latency `json:"sendLag"`
+	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
+}
+
+// Aggregate summarises the measurement phase.
+type Aggregate struct {
+	DurationSeconds float64         `json:"durationSeconds"`
+	Sent            int64           `json:"sent"`
+	Acked           int64           `json:"acked"`
+	Failed          int64           `json:"failed"`
+	Consumed        int64           `json:"consumed"`
+	PublishRate     float64         `json:"publishRate"`
+	ConsumeRate     float64         `json:"consumeRate"`
+	PublishMBps     float64         `json:"publishMBps"`
+	ConsumeMBps     float64         `json:"consumeMBps"`
+	PublishLatency  metrics.Latency `json:"publishLatency"`
+	SendLag         metrics.Latency `json:"sendLag"`
+	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
+}
+
+// Counts is the run's message accounting.
+type Counts struct {
+	Sent         int64            `json:"sent"`
+	Acked        int64            `json:"acked"`
+	Failed       int64            `json:"failed"`
+	FailedByKind map[string]int64 `json:"failedByKind,omitempty"`
+	// Consumed counts deliveries over all subscriptions: with two
+	// subscriptions every message is consumed twice.
+	Consumed int64 `json:"consumed"`
+	// Foreign counts consumed values without a brokerbench header.
+	Foreign int64 `json:"foreign"`
+	// Unacked counts messages whose outcome was unknown when the run ended.
+	Unacked int64 `json:"unacked"`
+	// StoredByBroker is the broker's own count of messages in the run's
+	// topics (Kafka: end minus start offsets), when the driver can tell.
+	StoredByBroker *int64 `json:"storedByBroker,omitempty"`
+	// LatencyClamped counts latencies above the histogram range (1 h).
+	LatencyClamped int64 `json:"latencyClamped,omitempty"`
+}
+
+// Target states whether a fixed-rate run held its target rate.
+type Target struct {
+	Rate         float64 `json:"rate"`
+	AchievedRate float64 `json:"achievedRate"`
+	Held         bool    `json:"held"`
+	Reason       string  `json:"reason,omitempty"`
+}
+
+// Histograms holds encoded latency histograms.
+type Histograms struct {
+	PublishLatency  string `json:"publishLatency"`
+	SendLag         string `json:"sendLag"`
+	EndToEndLatency string `json:"endToEndLatency"`
+}
+
+// Write writes r as indented JSON to path, creating directories as needed.
+func Write(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create results directory: %w", err)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// Read loads a results file.
+func Read(path string) (*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a brokerbench results file: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %q, this build reads %q", path, r.Schema, Schema)
+	}
+	return &r, nil
+}

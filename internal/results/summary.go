@@ -1,0 +1,71 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/brokerbench/brokerbench/internal/metrics"
+)
+
+// ProgressLine formats one interval for the live progress display.
+func ProgressLine(iv Interval) string {
+	return fmt.Sprintf("%6.1fs %-7s pub %9.0f msg/s %7.2f MB/s | cons %9.0f msg/s | backlog %8d | err %d | pub p50 %7.2f p99 %8.2f ms | e2e p50 %7.2f p99 %8.2f ms",
+		iv.EndSeconds, iv.Phase, iv.PublishRate, iv.PublishMBps, iv.ConsumeRate, iv.Backlog, iv.Failed,
+		iv.PublishLatency.P50, iv.PublishLatency.P99, iv.EndToEndLatency.P50, iv.EndToEndLatency.P99)
+}
+
+// PrintSummary writes the final human-readable summary of r.
+func PrintSummary(out io.Writer, r *Run) {
+	w := r.Workload
+	m := r.Measured
+	status := "complete"
+	if r.Partial {
+		status = "PARTIAL (" + r.PartialReason + ")"
+	}
+	fmt.Fprintf(out, "\n== %s on %s (%s) — %s\n", w.Name, r.Driver.Name, r.Environment.BrokerVersion, status)
+	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %d B messages, %d producer(s), %d consumer(s), ",
+		w.Topics, w.PartitionsPerTopic, w.MessageSize, w.Producers(), w.Consumers())
+	if w.ProducerRate > 0 {
+		fmt.Fprintf(out, "target %.0f msg/s\n", w.ProducerRate)
+	} else {
+		fmt.Fprintf(out, "max rate\n")
+	}
+	fmt.Fprintf(out, "   measured %.1f s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
+		m.DurationSeconds, m.PublishRate, m.PublishMBps, m.ConsumeRate, m.ConsumeMBps)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency (ms)\tcount\tmean\tp50\tp75\tp95\tp99\tp99.9\tp99.99\tmax\t")
+	row := func(name string, l metrics.Latency) {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, l.Count, l.Mean, l.P50, l.P75, l.P95, l.P99, l.P999, l.P9999, l.Max)
+	}
+	row("publish", m.PublishLatency)
+	row("end-to-end", m.EndToEndLatency)
+	row("send lag", m.SendLag)
+	tw.Flush()
+	c := r.Counts
+	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d", c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed)
+	if c.StoredByBroker != nil {
+		fmt.Fprintf(out, ", stored by broker %d", *c.StoredByBroker)
+	}
+	fmt.Fprintln(out)
+	if len(c.FailedByKind) > 0 {
+		kinds := make([]string, 0, len(c.FailedByKind))
+		for k, v := range c.FailedByKind {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, v))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(out, "   failures: %s\n", strings.Join(kinds, ", "))
+	}
+	if t := r.Target; t != nil {
+		if t.Held {
+			fmt.Fprintf(out, "   target rate held: %.0f of %.0f msg/s\n", t.AchievedRate, t.Rate)
+		} else {
+			fmt.Fprintf(out, "   TARGET RATE NOT HELD: %s\n", t.Reason)
+		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(out, "   warning: %s\n", warn)
+	}
+}

@@ -1,0 +1,492 @@
+// Package runner executes one workload against one driver: it creates the
+// topics, starts consumers and producers, samples counters and latency
+// histograms every interval, stops, drains and cleans up. It knows nothing
+// of any particular broker.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/brokerbench/brokerbench/internal/clock"
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/pacer"
+	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Config is one run's setup.
+type Config struct {
+	Workload *workload.Workload
+	Driver   driver.Driver
+	// Interval is the sampling interval (default 1 s).
+	Interval time.Duration
+	// DrainTimeout bounds the wait for consumers to catch up after the
+	// producers stop (default 30 s).
+	DrainTimeout time.Duration
+	// SetupTimeout bounds topic creation and consumer start-up (default 60 s).
+	SetupTimeout time.Duration
+	// MaxInFlightBytes bounds each producer's unacknowledged bytes (default
+	// 32 MiB); the in-flight message count is derived from it.
+	MaxInFlightBytes int
+	// KeepTopics leaves the topics in place after the run.
+	KeepTopics bool
+	// Progress, if set, is called after every interval from one goroutine.
+	Progress func(results.Interval)
+	// Log receives phase messages; nil discards them.
+	Log io.Writer
+}
+
+// ErrSetup wraps failures before any message was sent.
+var ErrSetup = errors.New("run setup failed")
+
+// Run executes the workload. It returns results whenever anything was
+// measured, even with an error; results.Run.Partial is set when the run was
+// cut short (ctx cancelled or a failure after producing started).
+func Run(ctx context.Context, cfg Config) (*results.Run, error) {
+	r, err := newRun(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.execute(ctx)
+}
+
+type run struct {
+	cfg       Config
+	w         *workload.Workload
+	res       *results.Run
+	topics    []string
+	producers []*producerWorker
+	consumers []*consumerStats
+	closers   []func()
+	logf      func(string, ...any)
+}
+
+func newRun(cfg Config) (*run, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 30 * time.Second
+	}
+	if cfg.SetupTimeout <= 0 {
+		cfg.SetupTimeout = 60 * time.Second
+	}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = 32 << 20
+	}
+	w := cfg.Workload
+	idBytes := make([]byte, 4)
+	_, _ = rand.Read(idBytes)
+	id := time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(idBytes)
+	r := &run{cfg: cfg, w: w, logf: func(string, ...any) {}}
+	if cfg.Log != nil {
+		r.logf = func(f string, a ...any) { fmt.Fprintf(cfg.Log, f+"\n", a...) }
+	}
+	r.res = &results.Run{Schema: results.Schema, ID: id, Workload: w, IntervalSeconds: cfg.Interval.Seconds()}
+	for t := range w.Topics {
+		r.topics = append(r.topics, fmt.Sprintf("bb-%s-%03d", id, t))
+	}
+	return r, nil
+}
+
+func (r *run) execute(ctx context.Context) (*results.Run, error) {
+	r.res.StartedAt = time.Now().UTC()
+	defer func() { r.res.EndedAt = time.Now().UTC() }()
+	created, err := r.setup(ctx)
+	defer r.teardown(created)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return r.res, r.measure(ctx)
+}
+
+// setup creates topics, consumers and producers. It returns the topics it
+// created, for teardown, also on error.
+func (r *run) setup(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.SetupTimeout)
+	defer cancel()
+	w, d := r.w, r.cfg.Driver
+	var created []string
+	for _, t := range r.topics {
+		r.logf("creating topic %s (%d partitions)", t, w.PartitionsPerTopic)
+		if err := d.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: w.PartitionsPerTopic, ReplicationFactor: w.ReplicationFactor}); err != nil {
+			return created, err
+		}
+		created = append(created, t)
+	}
+	type group struct {
+		topic, sub string
+		members    []driver.Consumer
+	}
+	var groups []group
+	for ti, t := range r.topics {
+		for s := range w.SubscriptionsPerTopic {
+			g := group{topic: t, sub: fmt.Sprintf("%s-sub-%03d", t, s)}
+			for range w.ConsumersPerSubscription {
+				st := newConsumerStats()
+				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub}, st.onMessage)
+				if err != nil {
+					return created, fmt.Errorf("consumer for topic %d: %w", ti, err)
+				}
+				r.consumers = append(r.consumers, st)
+				r.closers = append(r.closers, c.Close)
+				g.members = append(g.members, c)
+			}
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) > 0 {
+		r.logf("waiting for %d consumers to join", len(r.consumers))
+	}
+	for _, g := range groups {
+		for _, c := range g.members {
+			if err := c.Ready(ctx); err != nil {
+				return created, err
+			}
+		}
+		if wt, ok := d.(driver.SubscriptionWaiter); ok {
+			if err := wt.WaitSubscription(ctx, g.topic, g.sub, len(g.members)); err != nil {
+				return created, err
+			}
+		}
+	}
+	pool, err := payload.Generate(payload.Spec{Size: w.MessageSize, RandomRatio: w.PayloadRandomRatio, PoolSize: w.PayloadPoolSize, File: w.PayloadFile, Seed: w.Seed})
+	if err != nil {
+		return created, err
+	}
+	inFlight := max(16, min(65536, r.cfg.MaxInFlightBytes/w.MessageSize))
+	n := w.Producers()
+	for i := range n {
+		keys, err := payload.NewKeys(w.KeyDistributor, w.Seed+uint64(i))
+		if err != nil {
+			return created, err
+		}
+		limit := int64(0)
+		if w.MessageLimit > 0 {
+			limit = w.MessageLimit / int64(n)
+			if int64(i) < w.MessageLimit%int64(n) {
+				limit++
+			}
+		}
+		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
+		p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
+		if err != nil {
+			return created, fmt.Errorf("producer %d: %w", i, err)
+		}
+		pw.prod = p
+		r.producers = append(r.producers, pw)
+	}
+	return created, nil
+}
+
+func (r *run) teardown(created []string) {
+	for _, p := range r.producers {
+		if p.prod != nil {
+			p.prod.Close()
+		}
+	}
+	for _, c := range r.closers {
+		c()
+	}
+	if r.cfg.KeepTopics {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, t := range created {
+		if err := r.cfg.Driver.DeleteTopic(ctx, t); err != nil {
+			r.res.Warnings = append(r.res.Warnings, err.Error())
+		}
+	}
+}
+
+// totals is a snapshot of all counters.
+type totals struct {
+	sent, acked, failed, sentBytes, ackedBytes int64
+	consumed, consumedBytes, foreign           int64
+}
+
+func (r *run) totals() totals {
+	var t totals
+	for _, p := range r.producers {
+		t.sent += p.stats.sent.Load()
+		t.acked += p.stats.acked.Load()
+		t.failed += p.stats.failed.Load()
+		t.sentBytes += p.stats.sentBytes.Load()
+		t.ackedBytes += p.stats.ackedBytes.Load()
+	}
+	for _, c := range r.consumers {
+		t.consumed += c.consumed.Load()
+		t.consumedBytes += c.consumedBytes.Load()
+		t.foreign += c.foreign.Load()
+	}
+	return t
+}
+
+// collector turns counters and histograms into intervals and the
+// measurement aggregate.
+type collector struct {
+	r                      *run
+	origin                 int64 // clock ns when producing started
+	last                   totals
+	lastAt                 int64
+	pub, lag, e2e          *hdrhistogram.Histogram // current interval
+	aggPub, aggLag, aggE2E *hdrhistogram.Histogram // measurement phase
+	measureStart           totals
+	measureFrom, measureTo int64
+	measuring              bool // the measurement phase has begun
+}
+
+func (c *collector) sample(phase results.Phase) results.Interval {
+	now := clock.Now()
+	for _, p := range c.r.producers {
+		p.stats.publishLatency.DrainInto(c.pub)
+		p.stats.sendLag.DrainInto(c.lag)
+	}
+	for _, s := range c.r.consumers {
+		s.endToEnd.DrainInto(c.e2e)
+	}
+	t := c.r.totals()
+	secs := float64(now-c.lastAt) / 1e9
+	rate := func(n int64) float64 {
+		if secs <= 0 {
+			return 0
+		}
+		return float64(n) / secs
+	}
+	iv := results.Interval{
+		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
+		Sent: t.sent - c.last.sent, Acked: t.acked - c.last.acked, Failed: t.failed - c.last.failed, Consumed: t.consumed - c.last.consumed,
+		PublishMBps: rate(t.ackedBytes-c.last.ackedBytes) / 1e6, ConsumeMBps: rate(t.consumedBytes-c.last.consumedBytes) / 1e6,
+		Backlog:        t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
+		PublishLatency: metrics.Summarize(c.pub), SendLag: metrics.Summarize(c.lag), EndToEndLatency: metrics.Summarize(c.e2e),
+	}
+	iv.PublishRate, iv.ConsumeRate = rate(iv.Acked), rate(iv.Consumed)
+	if c.r.w.SubscriptionsPerTopic == 0 {
+		iv.Backlog = 0
+	}
+	if phase == results.Measure {
+		c.aggPub.Merge(c.pub)
+		c.aggLag.Merge(c.lag)
+		c.aggE2E.Merge(c.e2e)
+	}
+	c.pub.Reset()
+	c.lag.Reset()
+	c.e2e.Reset()
+	c.last, c.lastAt = t, now
+	c.r.res.Intervals = append(c.r.res.Intervals, iv)
+	if c.r.cfg.Progress != nil {
+		c.r.cfg.Progress(iv)
+	}
+	return iv
+}
+
+// measure runs the producing phases and the drain, then fills in results.
+func (r *run) measure(ctx context.Context) error {
+	w := r.w
+	c := &collector{r: r, pub: metrics.NewHDR(), lag: metrics.NewHDR(), e2e: metrics.NewHDR(),
+		aggPub: metrics.NewHDR(), aggLag: metrics.NewHDR(), aggE2E: metrics.NewHDR()}
+	prodCtx, stopProducers := context.WithCancel(ctx)
+	defer stopProducers()
+	var wg sync.WaitGroup
+	finished := make(chan struct{})
+	c.origin = clock.Now()
+	c.lastAt = c.origin
+	// Producers start one millisecond after the origin so the first
+	// intended send time is never in the past.
+	start := c.origin + int64(time.Millisecond)
+	for _, p := range r.producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.run(prodCtx, ctx, start)
+		}()
+	}
+	go func() { wg.Wait(); close(finished) }()
+	if len(r.producers) == 0 {
+		close(finished)
+	}
+
+	warmupEnd := c.origin + int64(w.Warmup)
+	end := warmupEnd + int64(w.Duration)
+	r.logf("producing: warmup %s, measurement %s", w.Warmup, w.Duration)
+	interrupted := false
+	c.measureFrom, c.measuring = c.origin, w.Warmup == 0
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := c.origin
+	for {
+		// Sample at every interval boundary, and also exactly at the end of
+		// the warmup, so that no interval straddles two phases.
+		next += int64(r.cfg.Interval)
+		boundary := min(next, end)
+		if c.lastAt < warmupEnd && boundary > warmupEnd {
+			boundary, next = warmupEnd, warmupEnd
+		}
+		timer.Reset(time.Duration(boundary - clock.Now()))
+		producersDone := false
+		select {
+		case <-ctx.Done():
+			interrupted = true
+		case <-finished:
+			producersDone = true
+		case <-timer.C:
+		}
+		phase := results.Measure
+		if c.lastAt < warmupEnd {
+			phase = results.Warmup
+		}
+		c.sample(phase)
+		if phase == results.Warmup && c.lastAt >= warmupEnd {
+			c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
+		}
+		if interrupted || producersDone || c.lastAt >= end {
+			break
+		}
+	}
+	c.measureTo = c.lastAt
+	measureEnd := c.last
+	stopProducers()
+	wg.Wait()
+
+	// Wait for outstanding acknowledgements, then for consumers to catch up.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	for _, p := range r.producers {
+		if err := p.prod.Flush(flushCtx); err != nil {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("flush producer %d: %v", p.id, err))
+		}
+	}
+	cancelFlush()
+	drainErr := r.drain(ctx, c)
+	r.summarise(c, measureEnd)
+	switch {
+	case interrupted:
+		r.res.Partial, r.res.PartialReason = true, "interrupted: "+context.Cause(ctx).Error()
+		return context.Cause(ctx)
+	case drainErr != nil:
+		r.res.Warnings = append(r.res.Warnings, drainErr.Error())
+	}
+	return nil
+}
+
+// drain waits until every subscription consumed every acknowledged message,
+// sampling intervals meanwhile, for at most DrainTimeout.
+func (r *run) drain(ctx context.Context, c *collector) error {
+	if len(r.consumers) == 0 {
+		return nil
+	}
+	want := func() int64 { return r.totals().acked * int64(r.w.SubscriptionsPerTopic) }
+	deadline := time.Now().Add(r.cfg.DrainTimeout)
+	lastSample := time.Now()
+	for r.totals().consumed < want() {
+		if time.Now().After(deadline) {
+			c.sample(results.Drain)
+			return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages consumed", r.cfg.DrainTimeout, r.totals().consumed, want())
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+		if time.Since(lastSample) >= r.cfg.Interval {
+			c.sample(results.Drain)
+			lastSample = time.Now()
+		}
+	}
+	c.sample(results.Drain)
+	return nil
+}
+
+func (r *run) summarise(c *collector, measureEnd totals) {
+	secs := 0.0
+	if c.measuring && c.measureTo > c.measureFrom {
+		secs = float64(c.measureTo-c.measureFrom) / 1e9
+	}
+	m := &r.res.Measured
+	m.DurationSeconds = secs
+	m.Sent = measureEnd.sent - c.measureStart.sent
+	m.Acked = measureEnd.acked - c.measureStart.acked
+	m.Failed = measureEnd.failed - c.measureStart.failed
+	m.Consumed = measureEnd.consumed - c.measureStart.consumed
+	if secs > 0 {
+		m.PublishRate = float64(m.Acked) / secs
+		m.ConsumeRate = float64(m.Consumed) / secs
+		m.PublishMBps = float64(measureEnd.ackedBytes-c.measureStart.ackedBytes) / secs / 1e6
+		m.ConsumeMBps = float64(measureEnd.consumedBytes-c.measureStart.consumedBytes) / secs / 1e6
+	}
+	m.PublishLatency = metrics.Summarize(c.aggPub)
+	m.SendLag = metrics.Summarize(c.aggLag)
+	m.EndToEndLatency = metrics.Summarize(c.aggE2E)
+	for dst, h := range map[*string]*hdrhistogram.Histogram{
+		&r.res.Histograms.PublishLatency: c.aggPub, &r.res.Histograms.SendLag: c.aggLag, &r.res.Histograms.EndToEndLatency: c.aggE2E,
+	} {
+		enc, err := metrics.Encode(h)
+		if err != nil {
+			r.res.Warnings = append(r.res.Warnings, err.Error())
+		}
+		*dst = enc
+	}
+
+	t := r.totals()
+	cnt := &r.res.Counts
+	cnt.Sent, cnt.Acked, cnt.Failed, cnt.Consumed, cnt.Foreign = t.sent, t.acked, t.failed, t.consumed, t.foreign
+	cnt.Unacked = t.sent - t.acked - t.failed
+	for _, p := range r.producers {
+		p.stats.failMu.Lock()
+		for k, v := range p.stats.failedByKind {
+			if cnt.FailedByKind == nil {
+				cnt.FailedByKind = map[string]int64{}
+			}
+			cnt.FailedByKind[k] += v
+		}
+		p.stats.failMu.Unlock()
+		cnt.LatencyClamped += p.stats.publishLatency.Clamped() + p.stats.sendLag.Clamped()
+	}
+	for _, s := range r.consumers {
+		cnt.LatencyClamped += s.endToEnd.Clamped()
+	}
+	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var stored int64
+		var err error
+		for _, topic := range r.topics {
+			var n int64
+			if n, err = sc.StoredMessages(ctx, topic); err != nil {
+				break
+			}
+			stored += n
+		}
+		if err != nil {
+			r.res.Warnings = append(r.res.Warnings, "count stored messages: "+err.Error())
+		} else {
+			cnt.StoredByBroker = &stored
+			if stored != t.acked {
+				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("accounting mismatch: the broker stores %d messages but %d were acknowledged", stored, t.acked))
+			}
+		}
+	}
+
+	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
+		tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
+		if m.PublishRate < 0.99*rate {
+			tg.Held = false
+			tg.Reason = fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate)
+		}
+		if math.IsNaN(m.PublishRate) || secs == 0 {
+			tg.Held, tg.Reason = false, "no measurement interval completed"
+		}
+		r.res.Target = tg
+	}
+}
