@@ -1,0 +1,202 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+var brokerAddr string
+
+func TestMain(m *testing.M) { testbroker.Main(m, 39092, &brokerAddr) }
+
+func newDriver(t *testing.T, producer ...workload.Property) driver.Driver {
+	t.Helper()
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{brokerAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+// TestRoundTrip produces messages and consumes them back: every ack
+// callback is called exactly once, every message arrives intact, and the
+// broker's offsets agree.
+func TestRoundTrip(t *testing.T) {
+	for _, codec := range []string{"none", "zstd", "lz4", "snappy", "gzip"} {
+		t.Run(codec, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			d := newDriver(t, workload.Property{Key: "compression.type", Value: codec}, workload.Property{Key: "acks", Value: "1"})
+			topic := "roundtrip-" + codec
+			if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 3}); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
+
+			const n = 2000
+			var mu sync.Mutex
+			got := map[string]int{}
+			done := make(chan struct{})
+			c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-g"}, func(del *driver.Delivery) {
+				mu.Lock()
+				defer mu.Unlock()
+				got[string(del.Value)]++
+				if len(got) == n {
+					close(done)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Ready(ctx); err != nil {
+				t.Fatal(err)
+			}
+			acks := make([]int, n)
+			var ackMu sync.Mutex
+			var ackErr error
+			p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, func(m *driver.Message, err error) {
+				ackMu.Lock()
+				defer ackMu.Unlock()
+				acks[m.Slot]++
+				if err != nil {
+					ackErr = err
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			msgs := make([]driver.Message, n)
+			for i := range msgs {
+				msgs[i] = driver.Message{Value: []byte(fmt.Sprintf("message-%05d", i)), Slot: i}
+				p.Send(ctx, &msgs[i])
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ackErr != nil {
+				t.Fatal(ackErr)
+			}
+			for i, a := range acks {
+				if a != 1 {
+					t.Fatalf("message %d acked %d times", i, a)
+				}
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatalf("consumed %d of %d", len(got), n)
+			}
+			mu.Lock()
+			for i := range n {
+				if got[fmt.Sprintf("message-%05d", i)] != 1 {
+					t.Fatalf("message %d consumed %d times", i, got[fmt.Sprintf("message-%05d", i)])
+				}
+			}
+			mu.Unlock()
+			stored, err := d.(driver.StoredCounter).StoredMessages(ctx, topic)
+			if err != nil || stored != n {
+				t.Fatalf("broker stores %d (%v), want %d", stored, err, n)
+			}
+		})
+	}
+}
+
+func TestBrokerVersion(t *testing.T) {
+	v, err := newDriver(t).BrokerVersion(context.Background())
+	if err != nil || !strings.Contains(v, "Kafka") {
+		t.Fatalf("version %q, %v", v, err)
+	}
+}
+
+func TestUnreachableBroker(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = d.BrokerVersion(ctx)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "local up kafka") {
+		t.Fatalf("unhelpful error: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		dc   workload.DriverConfig
+		want []string
+	}{
+		// Unknown properties are errors, located by file and line.
+		{"unknown", workload.DriverConfig{Producer: workload.Properties{{Key: "lingerms", Value: "1", File: "d.yaml", Line: 7}}},
+			[]string{"d.yaml:7", "lingerms", "unsupported", "linger.ms"}},
+		// Values are checked.
+		{"bad acks", workload.DriverConfig{Producer: workload.Properties{{Key: "acks", Value: "2", File: "d.yaml", Line: 3}}},
+			[]string{"d.yaml:3", "one of 0, 1, all, -1"}},
+		{"bad compression", workload.DriverConfig{Producer: workload.Properties{{Key: "compression.type", Value: "brotli"}}},
+			[]string{"compression.type", "zstd"}},
+		// A consumer property in the producer section is pointed to its place.
+		{"wrong section", workload.DriverConfig{Producer: workload.Properties{{Key: "fetch.min.bytes", Value: "1"}}},
+			[]string{"fetch.min.bytes", "consumer property", "consumerConfig"}},
+		// The Java client's cross-checks.
+		{"idempotence needs acks=all", workload.DriverConfig{Producer: workload.Properties{{Key: "acks", Value: "1"}, {Key: "enable.idempotence", Value: "true"}}},
+			[]string{"enable.idempotence=true needs acks=all"}},
+		// TLS and SASL are not silently ignored.
+		{"security", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SASL_SSL"}}},
+			[]string{"security.protocol", "PLAINTEXT"}},
+		{"serializer", workload.DriverConfig{Producer: workload.Properties{{Key: "value.serializer", Value: "org.apache.kafka.common.serialization.StringSerializer"}}},
+			[]string{"ByteArray"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.dc.Source = "d.yaml"
+			_, err := parseConfig(&tc.dc, []string{"127.0.0.1:1"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, workload.ErrInvalid) {
+				t.Errorf("not ErrInvalid: %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := parseConfig(&workload.DriverConfig{Source: "d.yaml"}, nil); err == nil || !strings.Contains(err.Error(), "bootstrap.servers") {
+		t.Errorf("missing address not reported: %v", err)
+	}
+}
+
+func TestDefaultsFollowJavaClient(t *testing.T) {
+	c, err := parseConfig(&workload.DriverConfig{Source: "t", Producer: workload.Properties{{Key: "acks", Value: "1"}}}, []string{"127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"linger.ms": "5", "batch.size": "16384", "compression.type": "none", "acks": "1"} {
+		if v, _ := c.producer.Get(k); v != want {
+			t.Errorf("%s = %q, want %q", k, v, want)
+		}
+	}
+	if c.idempotent() {
+		t.Error("acks=1 must disable idempotence, as in the Java client")
+	}
+	all, _ := parseConfig(&workload.DriverConfig{Source: "t"}, []string{"127.0.0.1:1"})
+	if !all.idempotent() {
+		t.Error("acks=all defaults to idempotence")
+	}
+}
