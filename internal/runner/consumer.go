@@ -11,8 +11,8 @@ import (
 
 // consumerStats are one consumer's counters and end-to-end histogram.
 type consumerStats struct {
-	consumed, consumedBytes, foreign atomic.Int64
-	endToEnd                         *metrics.Histogram
+	consumed, foreign atomic.Int64
+	endToEnd          *metrics.Histogram
 }
 
 func newConsumerStats() *consumerStats {
@@ -30,5 +30,4 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 	}
 	s.endToEnd.RecordNanos(now - h.SendTime)
 	s.consumed.Add(1)
-	s.consumedBytes.Add(int64(len(d.Value)))
 }

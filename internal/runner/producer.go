@@ -17,7 +17,6 @@ import (
 // read by the collector while the producer runs.
 type producerStats struct {
 	sent, acked, failed     atomic.Int64
-	sentBytes, ackedBytes   atomic.Int64
 	publishLatency, sendLag *metrics.Histogram
 	failMu                  sync.Mutex
 	failedByKind            map[string]int64
@@ -62,7 +61,6 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 	lat := clock.Now() - w.intent[m.Slot]
 	if err == nil {
 		w.stats.acked.Add(1)
-		w.stats.ackedBytes.Add(int64(len(m.Value)))
 		w.stats.publishLatency.RecordNanos(lat)
 	} else {
 		w.stats.failed.Add(1)
@@ -116,7 +114,6 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
 		w.stats.sent.Add(1)
-		w.stats.sentBytes.Add(int64(len(m.Value)))
 		w.stats.inFlight.Add(1)
 		w.prod.Send(sendCtx, m)
 	}

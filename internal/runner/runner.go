@@ -214,8 +214,7 @@ func (r *run) teardown(created []string) {
 
 // totals is a snapshot of all counters.
 type totals struct {
-	sent, acked, failed, sentBytes, ackedBytes int64
-	consumed, consumedBytes, foreign           int64
+	sent, acked, failed, consumed, foreign int64
 }
 
 func (r *run) totals() totals {
@@ -224,12 +223,9 @@ func (r *run) totals() totals {
 		t.sent += p.stats.sent.Load()
 		t.acked += p.stats.acked.Load()
 		t.failed += p.stats.failed.Load()
-		t.sentBytes += p.stats.sentBytes.Load()
-		t.ackedBytes += p.stats.ackedBytes.Load()
 	}
 	for _, c := range r.consumers {
 		t.consumed += c.consumed.Load()
-		t.consumedBytes += c.consumedBytes.Load()
 		t.foreign += c.foreign.Load()
 	}
 	return t
@@ -258,6 +254,10 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 	for _, s := range c.r.consumers {
 		s.endToEnd.DrainInto(c.e2e)
 	}
+	// Interval counts come from the histograms, which hold exactly one entry
+	// per send (send lag), acknowledgement (publish latency) and consumed
+	// message (end-to-end), so counts and latencies always cover the same
+	// messages. Counters give the failures and the running totals.
 	t := c.r.totals()
 	secs := float64(now-c.lastAt) / 1e9
 	rate := func(n int64) float64 {
@@ -266,13 +266,14 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		}
 		return float64(n) / secs
 	}
+	size := int64(c.r.w.MessageSize)
 	iv := results.Interval{
 		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
-		Sent: t.sent - c.last.sent, Acked: t.acked - c.last.acked, Failed: t.failed - c.last.failed, Consumed: t.consumed - c.last.consumed,
-		PublishMBps: rate(t.ackedBytes-c.last.ackedBytes) / 1e6, ConsumeMBps: rate(t.consumedBytes-c.last.consumedBytes) / 1e6,
+		Sent: c.lag.TotalCount(), Acked: c.pub.TotalCount(), Failed: t.failed - c.last.failed, Consumed: c.e2e.TotalCount(),
 		Backlog:        t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
 		PublishLatency: metrics.Summarize(c.pub), SendLag: metrics.Summarize(c.lag), EndToEndLatency: metrics.Summarize(c.e2e),
 	}
+	iv.PublishMBps, iv.ConsumeMBps = rate(iv.Acked*size)/1e6, rate(iv.Consumed*size)/1e6
 	iv.PublishRate, iv.ConsumeRate = rate(iv.Acked), rate(iv.Consumed)
 	if c.r.w.SubscriptionsPerTopic == 0 {
 		iv.Backlog = 0
@@ -415,15 +416,14 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	}
 	m := &r.res.Measured
 	m.DurationSeconds = secs
-	m.Sent = measureEnd.sent - c.measureStart.sent
-	m.Acked = measureEnd.acked - c.measureStart.acked
+	m.Sent, m.Acked, m.Consumed = c.aggLag.TotalCount(), c.aggPub.TotalCount(), c.aggE2E.TotalCount()
 	m.Failed = measureEnd.failed - c.measureStart.failed
-	m.Consumed = measureEnd.consumed - c.measureStart.consumed
 	if secs > 0 {
+		size := float64(r.w.MessageSize)
 		m.PublishRate = float64(m.Acked) / secs
 		m.ConsumeRate = float64(m.Consumed) / secs
-		m.PublishMBps = float64(measureEnd.ackedBytes-c.measureStart.ackedBytes) / secs / 1e6
-		m.ConsumeMBps = float64(measureEnd.consumedBytes-c.measureStart.consumedBytes) / secs / 1e6
+		m.PublishMBps = m.PublishRate * size / 1e6
+		m.ConsumeMBps = m.ConsumeRate * size / 1e6
 	}
 	m.PublishLatency = metrics.Summarize(c.aggPub)
 	m.SendLag = metrics.Summarize(c.aggLag)

@@ -41,7 +41,6 @@ func Kafka(port int) (addr string, stop func()) {
 	}
 }
 
-
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "integration tests need a local Kafka broker (Java 17+ and Maven): %v\n", err)
 	os.Exit(1)

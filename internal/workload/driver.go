@@ -92,7 +92,7 @@ var ombDriverClasses = map[string]string{
 func LoadDriver(path string) (*DriverConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read driver config: %w (check the path)", err)
+		return nil, fmt.Errorf("%w: read driver config: %w (check the path)", ErrInvalid, err)
 	}
 	return ParseDriver(path, data)
 }

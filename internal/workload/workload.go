@@ -90,7 +90,7 @@ var ombOnlyKeys = []string{
 func Load(path string) (*Workload, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workload: %w (check the path)", err)
+		return nil, fmt.Errorf("%w: read workload: %w (check the path)", ErrInvalid, err)
 	}
 	return Parse(path, data)
 }

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+)
+
+var brokerAddr string
+
+func TestMain(m *testing.M) { testbroker.Main(m, 39292, &brokerAddr) }
+
+func execute(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Execute(context.Background(), args, IO{Out: &out, Err: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+// TestOMBFilesRunUnchanged runs an OMB workload file and an OMB Kafka driver
+// file as they are, with only the durations overridden, and checks both
+// results files.
+func TestOMBFilesRunUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	out, omb := filepath.Join(dir, "r.json"), filepath.Join(dir, "omb.json")
+	code, stdout, stderr := execute("run", "../workload/testdata/omb-1-topic-6-partitions-100b.yaml",
+		"--driver", "../workload/testdata/omb-kafka-driver.yaml", "--broker", brokerAddr,
+		"--duration", "5s", "--warmup", "1s", "--out", out, "--omb-json", omb, "--quiet")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "accounting: sent") || !strings.Contains(stdout, "target rate held") {
+		t.Errorf("summary missing:\n%s", stdout)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workload.Format != "omb" || res.Driver.Format != "omb" || res.Driver.Name != "kafka" || res.Environment.BrokerVersion == "" ||
+		res.Environment.CPUCores == 0 || res.Counts.Acked == 0 || res.Counts.Acked != res.Counts.Consumed {
+		t.Errorf("results: workload %+v driver %+v env %+v counts %+v", res.Workload.Format, res.Driver, res.Environment, res.Counts)
+	}
+	if v, _ := res.Driver.Effective["producer"].Get("batch.size"); v != "1048576" {
+		t.Errorf("driver file's batch.size not in effect: %q", v)
+	}
+	var o map[string]any
+	data, _ := os.ReadFile(omb)
+	if err := json.Unmarshal(data, &o); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"publishRate", "consumeRate", "backlog", "publishLatency50pct", "endToEndLatency99pct", "aggregatedPublishLatency99pct", "aggregatedEndToEndLatencyMax", "publishDelayLatency99pct"} {
+		if _, ok := o[k]; !ok {
+			t.Errorf("OMB result lacks %s", k)
+		}
+	}
+	if rate, _ := o["publishRate"].([]any); len(rate) < 5 {
+		t.Errorf("OMB publishRate has %d intervals", len(rate))
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("name: x\npartitionsPerTopc: 3\n"), 0o644)
+	badProp := filepath.Join(dir, "badprop.yaml")
+	_ = os.WriteFile(badProp, []byte("name: x\nduration: 1s\ndriver:\n  driver: kafka\n  producerConfig:\n    lingerms: 1\n"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		// Invalid workload: exit 2 with file, line and field.
+		{"invalid workload", []string{"run", bad}, ExitInvalidInput, "bad.yaml:2"},
+		// Unsupported Kafka property: exit 2, located.
+		{"unsupported property", []string{"run", badProp, "--broker", brokerAddr}, ExitInvalidInput, "badprop.yaml:6"},
+		// Missing file.
+		{"missing file", []string{"run", filepath.Join(dir, "none.yaml")}, ExitInvalidInput, "none.yaml"},
+		// Wrong number of arguments.
+		{"no workload", []string{"run"}, ExitInvalidInput, "exactly one workload"},
+		// Unknown flag.
+		{"unknown flag", []string{"run", bad, "--bogus"}, ExitInvalidInput, "bogus"},
+		// Unreachable broker: the run fails, exit 1.
+		{"unreachable", []string{"run", "../workload/testdata/omb-1-topic-6-partitions-100b.yaml", "--broker", "127.0.0.1:1", "--duration", "1s"}, ExitRunFailed, "127.0.0.1:1"},
+		// A broker we do not manage.
+		{"local wrong broker", []string{"local", "up", "pulsar"}, ExitInvalidInput, "kafka"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := execute(tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)", code, tc.code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, args := range [][]string{{"run", "--help"}, {"local", "up", "--help"}, {"local", "down", "--help"}, {"local", "status", "--help"}, {"version", "--help"}} {
+		code, stdout, _ := execute(args...)
+		if code != 0 || !strings.Contains(stdout, "Examples:") {
+			t.Errorf("%v: exit %d, no examples:\n%s", args, code, stdout)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/driver/kafka"
+	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+var brokerAddr string
+
+func TestMain(m *testing.M) { testbroker.Main(m, 39192, &brokerAddr) }
+
+func newKafka(t *testing.T, producer ...workload.Property) driver.Driver {
+	t.Helper()
+	d, err := kafka.New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{brokerAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+func baseWorkload() *workload.Workload {
+	return &workload.Workload{
+		Name: "test", Topics: 1, PartitionsPerTopic: 6, MessageSize: 100, PayloadRandomRatio: 1, PayloadPoolSize: 10,
+		KeyDistributor: payload.NoKey, ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
+		Duration: 10 * time.Second, Warmup: 2 * time.Second, Seed: 1,
+	}
+}
+
+// TestFixedRateRun is the core acceptance test: a 10-second fixed-rate run
+// holds its rate within 2%, every message is accounted for, and the
+// broker's own end offsets agree with the acknowledged count.
+func TestFixedRateRun(t *testing.T) {
+	w := baseWorkload()
+	w.ProducerRate = 5000
+	w.ProducersPerTopic = 2
+	d := newKafka(t, workload.Property{Key: "linger.ms", Value: "1"})
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d, KeepTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Measured
+	if math.Abs(m.PublishRate-5000)/5000 > 0.02 {
+		t.Errorf("publish rate %.1f msg/s is not within 2%% of 5000", m.PublishRate)
+	}
+	if math.Abs(m.DurationSeconds-10) > 0.1 {
+		t.Errorf("measured %.3f s, want 10", m.DurationSeconds)
+	}
+	if res.Target == nil || !res.Target.Held {
+		t.Errorf("target not held: %+v", res.Target)
+	}
+	c := res.Counts
+	if c.Sent != c.Acked || c.Failed != 0 || c.Unacked != 0 || c.Consumed != c.Acked || c.Foreign != 0 {
+		t.Errorf("accounting: %+v", c)
+	}
+	// Whole run is about 12 s at 5000 msg/s.
+	if c.Acked < 58000 || c.Acked > 62000 {
+		t.Errorf("acked %d, want about 60000", c.Acked)
+	}
+	// Independently of the runner, ask the broker for the topic's offsets.
+	topic := "bb-" + res.ID + "-000"
+	defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
+	stored, err := d.(driver.StoredCounter).StoredMessages(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != c.Acked || c.StoredByBroker == nil || *c.StoredByBroker != stored {
+		t.Errorf("broker stores %d, acked %d, recorded %v", stored, c.Acked, c.StoredByBroker)
+	}
+	// Latency on an idle loopback broker is in the millisecond range and the
+	// histograms are complete.
+	if m.PublishLatency.Count != m.Acked || m.PublishLatency.P50 <= 0 || m.PublishLatency.P50 > 100 {
+		t.Errorf("publish latency %+v (acked %d)", m.PublishLatency, m.Acked)
+	}
+	if m.EndToEndLatency.P50 < m.PublishLatency.P50/2 || m.EndToEndLatency.Count == 0 {
+		t.Errorf("end-to-end latency %+v", m.EndToEndLatency)
+	}
+	// Intervals: warmup then measurement, contiguous, summing to the totals.
+	var sum int64
+	prevEnd := 0.0
+	for i, iv := range res.Intervals {
+		if math.Abs(iv.StartSeconds-prevEnd) > 1e-6 {
+			t.Errorf("interval %d starts at %.6f, previous ended at %.6f", i, iv.StartSeconds, prevEnd)
+		}
+		prevEnd = iv.EndSeconds
+		sum += iv.Acked
+		if iv.Phase == results.Warmup && iv.EndSeconds > 2.01 {
+			t.Errorf("warmup interval %d ends at %.3f s", i, iv.EndSeconds)
+		}
+	}
+	if sum != c.Acked {
+		t.Errorf("intervals sum to %d acked, total %d", sum, c.Acked)
+	}
+	if res.Histograms.PublishLatency == "" || res.Histograms.EndToEndLatency == "" {
+		t.Error("histograms not encoded")
+	}
+}
+
+// TestMaxRateMessageLimit sends a fixed number of messages as fast as
+// possible and checks they are all acknowledged and consumed exactly.
+func TestMaxRateMessageLimit(t *testing.T) {
+	w := baseWorkload()
+	w.Warmup = 0
+	w.MessageLimit = 200_000
+	w.ProducersPerTopic = 3
+	w.SubscriptionsPerTopic = 2
+	w.KeyDistributor = payload.RoundRobin
+	d := newKafka(t, workload.Property{Key: "acks", Value: "1"})
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	if c.Sent != 200_000 || c.Acked != 200_000 || c.Consumed != 400_000 {
+		t.Errorf("accounting: %+v", c)
+	}
+	if res.Target != nil {
+		t.Errorf("max-rate run has a target: %+v", res.Target)
+	}
+	if res.Measured.PublishRate <= 0 {
+		t.Errorf("no publish rate: %+v", res.Measured)
+	}
+}
+
+// TestInterruptedRunIsPartial cancels a run midway: results come back,
+// marked partial, with what was measured.
+func TestInterruptedRunIsPartial(t *testing.T) {
+	w := baseWorkload()
+	w.ProducerRate = 2000
+	w.Warmup = 0
+	w.Duration = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Workload: w, Driver: newKafka(t)})
+	if err == nil {
+		t.Fatal("interrupted run returned no error")
+	}
+	if res == nil || !res.Partial || res.PartialReason == "" {
+		t.Fatalf("results not marked partial: %+v", res)
+	}
+	if res.Counts.Acked < 2000 || len(res.Intervals) < 2 {
+		t.Errorf("partial results lost measurements: acked %d, %d intervals", res.Counts.Acked, len(res.Intervals))
+	}
+}
