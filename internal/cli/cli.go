@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -64,14 +63,10 @@ func Execute(ctx context.Context, args []string, io IO) int {
 		return ee.code
 	}
 	fmt.Fprintf(io.Err, "brokerbench: %v\n", err)
-	switch {
-	case errors.Is(err, workload.ErrInvalid), isUsage(err):
+	if errors.Is(err, workload.ErrInvalid) || isUsage(err) {
 		return ExitInvalidInput
-	case errors.Is(err, local.ErrPrerequisite):
-		return ExitRunFailed
-	default:
-		return ExitRunFailed
 	}
+	return ExitRunFailed
 }
 
 // usageError marks flag and argument mistakes.

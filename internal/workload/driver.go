@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -247,10 +246,4 @@ func isSecret(key string) bool {
 		}
 	}
 	return false
-}
-
-// SortProperties sorts p by key in place, keeping the relative order of equal
-// keys.
-func SortProperties(p Properties) {
-	sort.SliceStable(p, func(i, j int) bool { return p[i].Key < p[j].Key })
 }

@@ -1,0 +1,36 @@
+# brokerbench: the two commands a newcomer needs are `make demo` and `make test`.
+GO      ?= go
+BIN     := bin/brokerbench
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/brokerbench/brokerbench/internal/sysinfo.Version=$(VERSION)
+
+.PHONY: build demo test lint fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
+
+# Installs Kafka if needed, starts it on 127.0.0.1:9092, runs the quick
+# workload, prints the summary, writes results/demo.json, stops the broker.
+demo: build
+	@trap '$(BIN) local down kafka' EXIT; \
+	$(BIN) run workloads/quick.yaml --out results/demo.json --omb-json results/demo-omb.json
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The full suite: unit tests, fuzz seed corpora, and integration tests
+# against real Kafka brokers the tests start themselves. Packages run one at
+# a time so that brokers and load generators do not compete for the 2 cores.
+test: lint
+	$(GO) test -race -p 1 -count=1 -timeout 20m ./...
+
+# Short coverage-guided fuzzing of every parser.
+FUZZTIME ?= 15s
+fuzz:
+	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseProperties$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf bin results
