@@ -22,8 +22,3 @@ var (
 func Now() int64 {
 	return baseWall + int64(time.Since(base))
 }
-
-// Time converts a reading of Now back to a time.Time (UTC).
-func Time(ns int64) time.Time {
-	return time.Unix(0, ns).UTC()
-}

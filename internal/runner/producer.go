@@ -20,7 +20,6 @@ type producerStats struct {
 	publishLatency, sendLag *metrics.Histogram
 	failMu                  sync.Mutex
 	failedByKind            map[string]int64
-	inFlight                atomic.Int64
 }
 
 func newProducerStats() *producerStats {
@@ -69,7 +68,6 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 		w.stats.failedByKind[kind]++
 		w.stats.failMu.Unlock()
 	}
-	w.stats.inFlight.Add(-1)
 	w.free <- m.Slot
 }
 
@@ -114,7 +112,6 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
 		w.stats.sent.Add(1)
-		w.stats.inFlight.Add(1)
 		w.prod.Send(sendCtx, m)
 	}
 }

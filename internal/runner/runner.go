@@ -55,11 +55,7 @@ var ErrSetup = errors.New("run setup failed")
 // measured, even with an error; results.Run.Partial is set when the run was
 // cut short (ctx cancelled or a failure after producing started).
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
-	r, err := newRun(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return r.execute(ctx)
+	return newRun(cfg).execute(ctx)
 }
 
 type run struct {
@@ -73,7 +69,7 @@ type run struct {
 	logf      func(string, ...any)
 }
 
-func newRun(cfg Config) (*run, error) {
+func newRun(cfg Config) *run {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
@@ -98,7 +94,7 @@ func newRun(cfg Config) (*run, error) {
 	for t := range w.Topics {
 		r.topics = append(r.topics, fmt.Sprintf("bb-%s-%03d", id, t))
 	}
-	return r, nil
+	return r
 }
 
 func (r *run) execute(ctx context.Context) (*results.Run, error) {
@@ -315,9 +311,10 @@ func (r *run) measure(ctx context.Context) error {
 			p.run(prodCtx, ctx, start)
 		}()
 	}
-	go func() { wg.Wait(); close(finished) }()
-	if len(r.producers) == 0 {
-		close(finished)
+	// Without producers the run lasts its duration; with them it also ends
+	// when all have sent their message limit.
+	if len(r.producers) > 0 {
+		go func() { wg.Wait(); close(finished) }()
 	}
 
 	warmupEnd := c.origin + int64(w.Warmup)

@@ -151,3 +151,19 @@ func TestInterruptedRunIsPartial(t *testing.T) {
 		t.Errorf("partial results lost measurements: acked %d, %d intervals", res.Counts.Acked, len(res.Intervals))
 	}
 }
+
+// TestConsumersOnly runs a workload without producers: it lasts its
+// duration and accounts for nothing sent.
+func TestConsumersOnly(t *testing.T) {
+	w := baseWorkload()
+	w.ProducersPerTopic = 0
+	w.Warmup = 0
+	w.Duration = 2 * time.Second
+	res, err := Run(context.Background(), Config{Workload: w, Driver: newKafka(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Sent != 0 || res.Counts.Consumed != 0 || math.Abs(res.Measured.DurationSeconds-2) > 0.1 {
+		t.Errorf("counts %+v, measured %.3f s", res.Counts, res.Measured.DurationSeconds)
+	}
+}
