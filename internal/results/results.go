@@ -83,14 +83,10 @@ const (
 	Drain   Phase = "drain"
 )
 
-// Interval is one sampling interval. Counts are deltas within the interval;
-// rates are per second; latencies are of the messages acknowledged (publish)
-// or consumed (end-to-end) within it.
-type Interval struct {
-	// StartSeconds and EndSeconds are offsets from the start of producing.
-	StartSeconds    float64         `json:"start"`
-	EndSeconds      float64         `json:"end"`
-	Phase           Phase           `json:"phase"`
+// Traffic is what happened over a stretch of time: message counts, rates
+// per second, and latency summaries of the messages sent (send lag),
+// acknowledged (publish) and consumed (end-to-end) in it.
+type Traffic struct {
 	Sent            int64           `json:"sent"`
 	Acked           int64           `json:"acked"`
 	Failed          int64           `json:"failed"`
@@ -99,26 +95,25 @@ type Interval struct {
 	ConsumeRate     float64         `json:"consumeRate"`
 	PublishMBps     float64         `json:"publishMBps"`
 	ConsumeMBps     float64         `json:"consumeMBps"`
-	Backlog         int64           `json:"backlog"`
 	PublishLatency  metrics.Latency `json:"publishLatency"`
 	SendLag         metrics.Latency `json:"sendLag"`
 	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
 }
 
+// Interval is one sampling interval; its Traffic covers only the interval.
+type Interval struct {
+	// StartSeconds and EndSeconds are offsets from the start of producing.
+	StartSeconds float64 `json:"start"`
+	EndSeconds   float64 `json:"end"`
+	Phase        Phase   `json:"phase"`
+	Backlog      int64   `json:"backlog"`
+	Traffic
+}
+
 // Aggregate summarises the measurement phase.
 type Aggregate struct {
-	DurationSeconds float64         `json:"durationSeconds"`
-	Sent            int64           `json:"sent"`
-	Acked           int64           `json:"acked"`
-	Failed          int64           `json:"failed"`
-	Consumed        int64           `json:"consumed"`
-	PublishRate     float64         `json:"publishRate"`
-	ConsumeRate     float64         `json:"consumeRate"`
-	PublishMBps     float64         `json:"publishMBps"`
-	ConsumeMBps     float64         `json:"consumeMBps"`
-	PublishLatency  metrics.Latency `json:"publishLatency"`
-	SendLag         metrics.Latency `json:"sendLag"`
-	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	Traffic
 }
 
 // Counts is the run's message accounting.

@@ -255,24 +255,10 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 	// message (end-to-end), so counts and latencies always cover the same
 	// messages. Counters give the failures and the running totals.
 	t := c.r.totals()
-	secs := float64(now-c.lastAt) / 1e9
-	rate := func(n int64) float64 {
-		if secs <= 0 {
-			return 0
-		}
-		return float64(n) / secs
-	}
-	size := int64(c.r.w.MessageSize)
 	iv := results.Interval{
 		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
-		Sent: c.lag.TotalCount(), Acked: c.pub.TotalCount(), Failed: t.failed - c.last.failed, Consumed: c.e2e.TotalCount(),
-		Backlog:        t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
-		PublishLatency: metrics.Summarize(c.pub), SendLag: metrics.Summarize(c.lag), EndToEndLatency: metrics.Summarize(c.e2e),
-	}
-	iv.PublishMBps, iv.ConsumeMBps = rate(iv.Acked*size)/1e6, rate(iv.Consumed*size)/1e6
-	iv.PublishRate, iv.ConsumeRate = rate(iv.Acked), rate(iv.Consumed)
-	if c.r.w.SubscriptionsPerTopic == 0 {
-		iv.Backlog = 0
+		Backlog: t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
+		Traffic: traffic(c.pub, c.lag, c.e2e, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
 	if phase == results.Measure {
 		c.aggPub.Merge(c.pub)
@@ -411,20 +397,11 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if c.measuring && c.measureTo > c.measureFrom {
 		secs = float64(c.measureTo-c.measureFrom) / 1e9
 	}
-	m := &r.res.Measured
-	m.DurationSeconds = secs
-	m.Sent, m.Acked, m.Consumed = c.aggLag.TotalCount(), c.aggPub.TotalCount(), c.aggE2E.TotalCount()
-	m.Failed = measureEnd.failed - c.measureStart.failed
-	if secs > 0 {
-		size := float64(r.w.MessageSize)
-		m.PublishRate = float64(m.Acked) / secs
-		m.ConsumeRate = float64(m.Consumed) / secs
-		m.PublishMBps = m.PublishRate * size / 1e6
-		m.ConsumeMBps = m.ConsumeRate * size / 1e6
+	r.res.Measured = results.Aggregate{
+		DurationSeconds: secs,
+		Traffic:         traffic(c.aggPub, c.aggLag, c.aggE2E, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
 	}
-	m.PublishLatency = metrics.Summarize(c.aggPub)
-	m.SendLag = metrics.Summarize(c.aggLag)
-	m.EndToEndLatency = metrics.Summarize(c.aggE2E)
+	m := &r.res.Measured
 	for dst, h := range map[*string]*hdrhistogram.Histogram{
 		&r.res.Histograms.PublishLatency: c.aggPub, &r.res.Histograms.SendLag: c.aggLag, &r.res.Histograms.EndToEndLatency: c.aggE2E,
 	} {
@@ -486,4 +463,18 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		}
 		r.res.Target = tg
 	}
+}
+
+// traffic summarises the histograms of one stretch of secs seconds: counts
+// are the histograms' counts, rates and MB/s derive from them.
+func traffic(pub, lag, e2e *hdrhistogram.Histogram, failed int64, secs float64, messageSize int) results.Traffic {
+	t := results.Traffic{
+		Sent: lag.TotalCount(), Acked: pub.TotalCount(), Failed: failed, Consumed: e2e.TotalCount(),
+		PublishLatency: metrics.Summarize(pub), SendLag: metrics.Summarize(lag), EndToEndLatency: metrics.Summarize(e2e),
+	}
+	if secs > 0 {
+		t.PublishRate, t.ConsumeRate = float64(t.Acked)/secs, float64(t.Consumed)/secs
+		t.PublishMBps, t.ConsumeMBps = t.PublishRate*float64(messageSize)/1e6, t.ConsumeRate*float64(messageSize)/1e6
+	}
+	return t
 }
