@@ -32,6 +32,7 @@ type runFlags struct {
 	keepTopics   bool
 	interval     time.Duration
 	drainTimeout time.Duration
+	maxSendLag   time.Duration
 	quiet        bool
 	local        localFlags
 }
@@ -55,7 +56,10 @@ run uses the local Kafka broker and starts it if needed; it keeps running
 afterwards (stop it with 'brokerbench local down kafka').
 
 Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
-4 interrupted (partial results written), 5 accounting mismatch.`,
+4 interrupted (partial results written), 5 accounting mismatch (messages
+lost, or the broker stores a different number than were acknowledged).
+A fixed-rate run holds its target when it achieves at least 99% of the rate
+and its send lag p99 stays within --max-send-lag.`,
 		Example: `  brokerbench run workloads/quick.yaml
   brokerbench run omb/1-topic-16-partitions-1kb.yaml --driver omb/kafka-throughput.yaml --duration 30s --warmup 5s
   brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json`,
@@ -81,6 +85,7 @@ Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "do not delete the run's topics afterwards")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
+	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
 	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
 	f.local.heapMB = 1024
@@ -157,7 +162,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	defer stop()
 	cfg := runner.Config{
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout,
-		KeepTopics: f.keepTopics, Log: io.Err,
+		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag,
 	}
 	if !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
@@ -197,6 +202,8 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return withCode(ExitInterrupted, fmt.Errorf("run interrupted; partial results written to %s", out))
 	case runErr != nil:
 		return withCode(ExitRunFailed, runErr)
+	case res.Counts.Lost > 0:
+		return withCode(ExitAccountingFail, fmt.Errorf("%d acknowledged messages were never delivered", res.Counts.Lost))
 	case res.Counts.StoredByBroker != nil && *res.Counts.StoredByBroker != res.Counts.Acked:
 		return withCode(ExitAccountingFail, fmt.Errorf("the broker stores %d messages but %d were acknowledged", *res.Counts.StoredByBroker, res.Counts.Acked))
 	case res.Target != nil && !res.Target.Held:

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type Kafka struct {
 	StateDir string
 	// Port is the client port; the controller uses Port+1.
 	Port int
+	// AdvertisedPort, if not zero, is the port on 127.0.0.1 the broker tells
+	// clients to connect to instead of Port: a proxy in front of it.
+	AdvertisedPort int
 	// HeapMB is the broker JVM heap size.
 	HeapMB int
 	// Log receives progress messages; nil discards them.
@@ -190,7 +194,7 @@ process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:%[2]d
 listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[4]d
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -203,7 +207,7 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-`, k.Port, k.Port+1, k.dataDir())
+`, k.Port, k.Port+1, k.dataDir(), cmp.Or(k.AdvertisedPort, k.Port))
 	if err := os.WriteFile(k.configFile(), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("write broker config: %w", err)
 	}

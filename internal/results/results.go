@@ -129,11 +129,41 @@ type Counts struct {
 	Foreign int64 `json:"foreign"`
 	// Unacked counts messages whose outcome was unknown when the run ended.
 	Unacked int64 `json:"unacked"`
+	// Lost counts acknowledged messages that a subscription never received,
+	// summed over subscriptions.
+	Lost int64 `json:"lost"`
+	// Duplicated counts deliveries of a message the same subscription had
+	// already received, summed over subscriptions.
+	Duplicated int64 `json:"duplicated"`
+	// OutOfOrder counts first deliveries that arrived after a later message
+	// of the same producer on the same partition.
+	OutOfOrder int64 `json:"outOfOrder"`
+	// FailedDelivered counts messages the producer saw fail that were
+	// delivered all the same (e.g. a timeout after the broker wrote them).
+	FailedDelivered int64 `json:"failedDelivered"`
+	// Unexpected counts deliveries with a brokerbench header that no
+	// producer of this run sent.
+	Unexpected int64 `json:"unexpected"`
+	// Subscriptions breaks the delivery accounting down by subscription.
+	Subscriptions []SubscriptionCounts `json:"subscriptions,omitempty"`
 	// StoredByBroker is the broker's own count of messages in the run's
 	// topics (Kafka: end minus start offsets), when the driver can tell.
 	StoredByBroker *int64 `json:"storedByBroker,omitempty"`
 	// LatencyClamped counts latencies above the histogram range (1 h).
 	LatencyClamped int64 `json:"latencyClamped,omitempty"`
+}
+
+// SubscriptionCounts is one subscription's delivery accounting.
+type SubscriptionCounts struct {
+	Name string `json:"name"`
+	// Expected is the number of acknowledged messages for its topic.
+	Expected int64 `json:"expected"`
+	// Delivered counts distinct messages received.
+	Delivered       int64 `json:"delivered"`
+	Lost            int64 `json:"lost"`
+	Duplicated      int64 `json:"duplicated"`
+	FailedDelivered int64 `json:"failedDelivered"`
+	Unexpected      int64 `json:"unexpected"`
 }
 
 // Target states whether a fixed-rate run held its target rate.

@@ -45,11 +45,15 @@ func PrintSummary(out io.Writer, r *Run) {
 	row("send lag", m.SendLag)
 	tw.Flush()
 	c := r.Counts
-	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d", c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed)
+	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d, lost %d, duplicated %d, out of order %d",
+		c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed, c.Lost, c.Duplicated, c.OutOfOrder)
 	if c.StoredByBroker != nil {
 		fmt.Fprintf(out, ", stored by broker %d", *c.StoredByBroker)
 	}
 	fmt.Fprintln(out)
+	if c.FailedDelivered > 0 || c.Unexpected > 0 || c.Foreign > 0 {
+		fmt.Fprintf(out, "   also: %d failed but delivered, %d unexpected, %d without a brokerbench header\n", c.FailedDelivered, c.Unexpected, c.Foreign)
+	}
 	if len(c.FailedByKind) > 0 {
 		kinds := make([]string, 0, len(c.FailedByKind))
 		for k, v := range c.FailedByKind {

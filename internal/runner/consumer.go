@@ -3,24 +3,30 @@ package runner
 import (
 	"sync/atomic"
 
+	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/payload"
 )
 
-// consumerStats are one consumer's counters and end-to-end histogram.
+// consumerStats are one consumer's counters, end-to-end histogram and
+// ordering record; deliveries are also recorded in the subscription's
+// accounting, which the subscription's consumers share.
 type consumerStats struct {
-	consumed, foreign atomic.Int64
-	endToEnd          *metrics.Histogram
+	consumed, foreign, outOfOrder atomic.Int64
+	endToEnd                      *metrics.Histogram
+	sub                           *accounting.Subscription
+	order                         accounting.Order
 }
 
-func newConsumerStats() *consumerStats {
-	return &consumerStats{endToEnd: metrics.NewHistogram()}
+func newConsumerStats(sub *accounting.Subscription) *consumerStats {
+	return &consumerStats{endToEnd: metrics.NewHistogram(), sub: sub}
 }
 
-// onMessage is a consumer's driver.ConsumeFunc: it decodes the header and
-// records the end-to-end latency from the intended send time.
+// onMessage is a consumer's driver.ConsumeFunc: it decodes the header,
+// records the end-to-end latency from the intended send time, and accounts
+// for the message (duplicate, reordered).
 func (s *consumerStats) onMessage(d *driver.Delivery) {
 	now := clock.Now()
 	h, err := payload.Parse(d.Value)
@@ -30,4 +36,7 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 	}
 	s.endToEnd.RecordNanos(now - h.SendTime)
 	s.consumed.Add(1)
+	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Partition, h.ProducerID, h.Seq) {
+		s.outOfOrder.Add(1)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/metrics"
@@ -20,6 +21,7 @@ type producerStats struct {
 	publishLatency, sendLag *metrics.Histogram
 	failMu                  sync.Mutex
 	failedByKind            map[string]int64
+	failedSeqs              accounting.SeqSet
 }
 
 func newProducerStats() *producerStats {
@@ -37,7 +39,9 @@ type producerWorker struct {
 	keys   *payload.Keys
 	stats  *producerStats
 	slots  []driver.Message
-	intent []int64 // intended send time per slot
+	intent []int64  // intended send time per slot
+	seqOf  []uint64 // sequence number per slot
+	busy   []atomic.Bool
 	free   chan int
 	prod   driver.Producer
 }
@@ -45,7 +49,8 @@ type producerWorker struct {
 func newProducerWorker(id uint32, p pacer.Pacer, limit int64, keys *payload.Keys, pool [][]byte, inFlight int) *producerWorker {
 	w := &producerWorker{
 		id: id, pacer: p, limit: limit, keys: keys, stats: newProducerStats(),
-		slots: make([]driver.Message, inFlight), intent: make([]int64, inFlight), free: make(chan int, inFlight),
+		slots: make([]driver.Message, inFlight), intent: make([]int64, inFlight),
+		seqOf: make([]uint64, inFlight), busy: make([]atomic.Bool, inFlight), free: make(chan int, inFlight),
 	}
 	for i := range w.slots {
 		src := pool[(int(id)+i)%len(pool)]
@@ -66,8 +71,10 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 		kind := driver.ErrorKind(err)
 		w.stats.failMu.Lock()
 		w.stats.failedByKind[kind]++
+		w.stats.failedSeqs.Add(w.seqOf[m.Slot])
 		w.stats.failMu.Unlock()
 	}
+	w.busy[m.Slot].Store(false)
 	w.free <- m.Slot
 }
 
@@ -109,9 +116,26 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		w.stats.sendLag.RecordNanos(now - intended)
 		m := &w.slots[slot]
 		w.intent[slot] = intended
+		w.seqOf[slot] = seq
+		w.busy[slot].Store(true)
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
 		w.stats.sent.Add(1)
 		w.prod.Send(sendCtx, m)
 	}
+}
+
+// outcome reports which of the producer's messages failed and which are
+// still unresolved, for reconciliation with the consumers' records.
+func (w *producerWorker) outcome() accounting.Outcome {
+	o := accounting.Outcome{Sent: uint64(w.stats.sent.Load()), Failed: &accounting.SeqSet{}, Pending: &accounting.SeqSet{}}
+	w.stats.failMu.Lock()
+	w.stats.failedSeqs.CopyInto(o.Failed)
+	w.stats.failMu.Unlock()
+	for slot := range w.busy {
+		if w.busy[slot].Load() {
+			o.Pending.Add(w.seqOf[slot])
+		}
+	}
+	return o
 }

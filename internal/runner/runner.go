@@ -17,6 +17,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/metrics"
@@ -40,6 +41,10 @@ type Config struct {
 	// MaxInFlightBytes bounds each producer's unacknowledged bytes (default
 	// 32 MiB); the in-flight message count is derived from it.
 	MaxInFlightBytes int
+	// MaxSendLag is the highest send lag p99 (actual minus intended send
+	// time, measurement phase) with which a fixed-rate run still counts as
+	// holding its target (default 10 ms; negative disables the check).
+	MaxSendLag time.Duration
 	// KeepTopics leaves the topics in place after the run.
 	KeepTopics bool
 	// Progress, if set, is called after every interval from one goroutine.
@@ -58,6 +63,13 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	return newRun(cfg).execute(ctx)
 }
 
+// subscription is one subscription's name and delivery record.
+type subscription struct {
+	name    string
+	topic   int // index into run.topics
+	deliver *accounting.Subscription
+}
+
 type run struct {
 	cfg       Config
 	w         *workload.Workload
@@ -65,6 +77,7 @@ type run struct {
 	topics    []string
 	producers []*producerWorker
 	consumers []*consumerStats
+	subs      []subscription
 	closers   []func()
 	logf      func(string, ...any)
 }
@@ -78,6 +91,9 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 60 * time.Second
+	}
+	if cfg.MaxSendLag == 0 {
+		cfg.MaxSendLag = 10 * time.Millisecond
 	}
 	if cfg.MaxInFlightBytes <= 0 {
 		cfg.MaxInFlightBytes = 32 << 20
@@ -130,8 +146,10 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	for ti, t := range r.topics {
 		for s := range w.SubscriptionsPerTopic {
 			g := group{topic: t, sub: fmt.Sprintf("%s-sub-%03d", t, s)}
+			rec := accounting.NewSubscription(w.Producers())
+			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
-				st := newConsumerStats()
+				st := newConsumerStats(rec)
 				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub}, st.onMessage)
 				if err != nil {
 					return created, fmt.Errorf("consumer for topic %d: %w", ti, err)
@@ -371,7 +389,21 @@ func (r *run) drain(ctx context.Context, c *collector) error {
 	if len(r.consumers) == 0 {
 		return nil
 	}
-	want := func() int64 { return r.totals().acked * int64(r.w.SubscriptionsPerTopic) }
+	// Caught up means every subscription consumed what the broker holds;
+	// without the broker's count, what it acknowledged. Messages the broker
+	// acknowledged and lost never arrive, and are counted by reconcile.
+	stored := int64(-1)
+	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok {
+		if n, err := r.storedMessages(ctx, sc); err == nil {
+			stored = n
+		}
+	}
+	want := func() int64 {
+		if stored >= 0 {
+			return stored * int64(r.w.SubscriptionsPerTopic)
+		}
+		return r.totals().acked * int64(r.w.SubscriptionsPerTopic)
+	}
 	deadline := time.Now().Add(r.cfg.DrainTimeout)
 	lastSample := time.Now()
 	for r.totals().consumed < want() {
@@ -429,19 +461,11 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	}
 	for _, s := range r.consumers {
 		cnt.LatencyClamped += s.endToEnd.Clamped()
+		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
+	r.reconcile(cnt)
 	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var stored int64
-		var err error
-		for _, topic := range r.topics {
-			var n int64
-			if n, err = sc.StoredMessages(ctx, topic); err != nil {
-				break
-			}
-			stored += n
-		}
+		stored, err := r.storedMessages(context.Background(), sc)
 		if err != nil {
 			r.res.Warnings = append(r.res.Warnings, "count stored messages: "+err.Error())
 		} else {
@@ -454,9 +478,14 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
 		tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
-		if m.PublishRate < 0.99*rate {
+		lagLimit := float64(r.cfg.MaxSendLag) / 1e6
+		switch {
+		case m.PublishRate < 0.99*rate:
 			tg.Held = false
 			tg.Reason = fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate)
+		case lagLimit > 0 && m.SendLag.P99 > lagLimit:
+			tg.Held = false
+			tg.Reason = fmt.Sprintf("send lag p99 %.3f ms exceeds %.3f ms: messages left later than scheduled", m.SendLag.P99, lagLimit)
 		}
 		if math.IsNaN(m.PublishRate) || secs == 0 {
 			tg.Held, tg.Reason = false, "no measurement interval completed"
@@ -477,4 +506,46 @@ func traffic(pub, lag, e2e *hdrhistogram.Histogram, failed int64, secs float64, 
 		t.PublishMBps, t.ConsumeMBps = t.PublishRate*float64(messageSize)/1e6, t.ConsumeRate*float64(messageSize)/1e6
 	}
 	return t
+}
+
+// reconcile compares each subscription's deliveries with the producers'
+// outcomes and adds lost, duplicated and unexpected messages to cnt.
+func (r *run) reconcile(cnt *results.Counts) {
+	outcomes := make([]accounting.Outcome, len(r.producers))
+	for i, p := range r.producers {
+		outcomes[i] = p.outcome()
+	}
+	for _, sub := range r.subs {
+		// Only the producers writing to the subscription's topic count.
+		mine := make([]accounting.Outcome, len(outcomes))
+		for i := range outcomes {
+			if i%len(r.topics) == sub.topic {
+				mine[i] = outcomes[i]
+			}
+		}
+		res := sub.deliver.Reconcile(mine)
+		cnt.Subscriptions = append(cnt.Subscriptions, results.SubscriptionCounts{
+			Name: sub.name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: int64(res.Lost),
+			Duplicated: res.Duplicated, FailedDelivered: int64(res.FailedDelivered), Unexpected: int64(res.Unexpected),
+		})
+		cnt.Lost += int64(res.Lost)
+		cnt.Duplicated += res.Duplicated
+		cnt.FailedDelivered += int64(res.FailedDelivered)
+		cnt.Unexpected += int64(res.Unexpected)
+	}
+}
+
+// storedMessages asks the broker how many messages the run's topics hold.
+func (r *run) storedMessages(ctx context.Context, sc driver.StoredCounter) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stored int64
+	for _, topic := range r.topics {
+		n, err := sc.StoredMessages(ctx, topic)
+		if err != nil {
+			return 0, err
+		}
+		stored += n
+	}
+	return stored, nil
 }

@@ -1,6 +1,6 @@
-// Package testbroker starts a real local Kafka broker for integration tests:
-// one per test binary, on a port of the caller's choosing, with its data in
-// a temporary directory, stopped by PID when the tests end.
+// Package testbroker starts real local Kafka brokers for integration tests,
+// on ports of the caller's choosing, with their data in temporary
+// directories, stopped by PID when the tests end.
 package testbroker
 
 import (
@@ -13,44 +13,62 @@ import (
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
-// Kafka starts a broker on port and returns its address and a function that
-// stops it and removes its data. Call it from TestMain; it exits the test
-// binary if the broker cannot be started, because the integration tests are
-// meaningless without it.
-func Kafka(port int) (addr string, stop func()) {
+// Broker is a running test broker.
+type Broker struct {
+	// Addr is the bootstrap address.
+	Addr  string
+	kafka *local.Kafka
+	dir   string
+}
+
+// Start starts a broker on port. advertisedPort, if not zero, is the port
+// the broker tells clients to use instead (a proxy in front of it).
+func Start(port, advertisedPort int) (*Broker, error) {
 	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-kafka-%d-", port))
 	if err != nil {
-		fail(err)
+		return nil, err
 	}
 	k := local.NewKafka(port)
 	k.StateDir = dir
 	k.HeapMB = 512
+	k.AdvertisedPort = advertisedPort
 	k.Log = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st, err := k.Up(ctx)
 	if err != nil {
 		_ = k.Down()
-		fail(err)
-	}
-	return st.Address, func() {
-		if err := k.Down(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop test broker:", err)
-		}
 		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("integration tests need a local Kafka broker (Java 17+ and Maven): %w", err)
 	}
+	return &Broker{Addr: st.Address, kafka: k, dir: dir}, nil
 }
 
-func fail(err error) {
-	fmt.Fprintf(os.Stderr, "integration tests need a local Kafka broker (Java 17+ and Maven): %v\n", err)
-	os.Exit(1)
+// Stop stops the broker by its PID and removes its data.
+func (b *Broker) Stop() {
+	if err := b.kafka.Down(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop test broker:", err)
+	}
+	_ = os.RemoveAll(b.dir)
 }
 
-// Main is a TestMain body: it starts the broker, runs the tests, stops it.
-func Main(m *testing.M, port int, addr *string) {
-	a, stop := Kafka(port)
-	*addr = a
+// Pause freezes the broker process (SIGSTOP); Resume continues it.
+func (b *Broker) Pause() error { return b.kafka.Pause() }
+
+// Resume continues a paused broker (SIGCONT).
+func (b *Broker) Resume() error { return b.kafka.Resume() }
+
+// Main is a TestMain body: it starts a broker on port, runs the tests and
+// stops it. It exits the test binary if the broker cannot be started,
+// because the integration tests are meaningless without it.
+func Main(m *testing.M, port int, broker **Broker) {
+	b, err := Start(port, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*broker = b
 	code := m.Run()
-	stop()
+	b.Stop()
 	os.Exit(code)
 }

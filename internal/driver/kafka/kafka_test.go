@@ -14,13 +14,13 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-var brokerAddr string
+var broker *testbroker.Broker
 
-func TestMain(m *testing.M) { testbroker.Main(m, 39092, &brokerAddr) }
+func TestMain(m *testing.M) { testbroker.Main(m, 39092, &broker) }
 
 func newDriver(t *testing.T, producer ...workload.Property) driver.Driver {
 	t.Helper()
-	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{brokerAddr}})
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{broker.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

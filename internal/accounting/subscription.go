@@ -1,0 +1,139 @@
+package accounting
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Subscription records the messages delivered to one subscription (all its
+// consumers). It is safe for concurrent use by those consumers.
+type Subscription struct {
+	mu         sync.Mutex
+	seen       []SeqSet // by producer id
+	duplicated int64
+	unknown    int64
+}
+
+// NewSubscription returns a record for a run with the given number of
+// producers, whose ids are 0 to producers-1.
+func NewSubscription(producers int) *Subscription {
+	return &Subscription{seen: make([]SeqSet, producers)}
+}
+
+// Verdict classifies one delivery.
+type Verdict int
+
+// Verdicts of Record.
+const (
+	First     Verdict = iota // the message's first delivery
+	Duplicate                // delivered before
+	Unknown                  // the producer id is not one of the run's
+)
+
+// Record notes one delivery of message seq from producer.
+func (s *Subscription) Record(producer uint32, seq uint64) Verdict {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(producer) >= len(s.seen) {
+		s.unknown++
+		return Unknown
+	}
+	if s.seen[producer].Add(seq) {
+		s.duplicated++
+		return Duplicate
+	}
+	return First
+}
+
+// Outcome is what one producer knows about its messages when the run ends.
+type Outcome struct {
+	// Sent is the number of messages attempted: sequence numbers [0, Sent).
+	Sent uint64
+	// Failed holds the numbers the broker refused or that timed out.
+	Failed *SeqSet
+	// Pending holds the numbers with no outcome yet (the run was cut short).
+	Pending *SeqSet
+}
+
+// Result is one subscription's reconciliation.
+type Result struct {
+	// Expected is the number of acknowledged messages: each should be
+	// delivered once.
+	Expected uint64
+	// Delivered counts distinct messages delivered (duplicates once).
+	Delivered uint64
+	// Lost counts acknowledged messages never delivered.
+	Lost uint64
+	// Duplicated counts deliveries of a message already delivered.
+	Duplicated int64
+	// FailedDelivered counts messages reported as failed to the producer
+	// that were delivered all the same (e.g. a timeout after the write).
+	FailedDelivered uint64
+	// Unexpected counts deliveries that no producer of this run sent:
+	// unknown producer ids or sequence numbers at or beyond Sent.
+	Unexpected uint64
+}
+
+// Reconcile compares the deliveries with the producers' outcomes, indexed
+// by producer id. It must not run concurrently with Record.
+func (s *Subscription) Reconcile(outcomes []Outcome) Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Result{Duplicated: s.duplicated, Unexpected: uint64(s.unknown)}
+	for p := range s.seen {
+		seen := &s.seen[p]
+		var o Outcome
+		if p < len(outcomes) {
+			o = outcomes[p]
+		}
+		failed, pending := o.Failed, o.Pending
+		if failed == nil {
+			failed = &SeqSet{}
+		}
+		if pending == nil {
+			pending = &SeqSet{}
+		}
+		r.Unexpected += seen.countAbove(o.Sent)
+		r.Delivered += seen.Len() - seen.countAbove(o.Sent)
+		for b := uint64(0); b*blockBits < o.Sent; b++ {
+			sw, fw, pw := seen.block(b), failed.block(b), pending.block(b)
+			for w := range uint64(blockWords) {
+				in := belowMask(b, w, o.Sent)
+				unresolved := (fw[w] | pw[w]) & in
+				r.Expected += uint64(bits.OnesCount64(in &^ unresolved))
+				r.Lost += uint64(bits.OnesCount64(in &^ unresolved &^ sw[w]))
+				r.FailedDelivered += uint64(bits.OnesCount64(fw[w] & in & sw[w]))
+			}
+		}
+	}
+	return r
+}
+
+// Order detects reordering within partitions for one consumer: a message
+// delivered for the first time after a later message of the same producer
+// on the same partition. It is not safe for concurrent use; each consumer
+// owns one.
+type Order struct {
+	last [][]uint64 // [partition][producer] = highest seq + 1 seen
+}
+
+// Observe notes a first delivery (verdict First) of seq from producer on
+// partition and reports whether it arrived out of order.
+func (o *Order) Observe(partition int32, producer uint32, seq uint64) bool {
+	if partition < 0 {
+		partition = 0
+	}
+	for len(o.last) <= int(partition) {
+		o.last = append(o.last, nil)
+	}
+	row := o.last[partition]
+	for len(row) <= int(producer) {
+		row = append(row, 0)
+	}
+	o.last[partition] = row
+	if seq+1 < row[producer] {
+		return true
+	}
+	row[producer] = seq + 1
+	return false
+}

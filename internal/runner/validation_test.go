@@ -1,0 +1,279 @@
+package runner
+
+// Validation tests: known faults are injected between the runner and a real
+// broker, and the reported numbers must show exactly what was injected.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/driver/kafka"
+	"github.com/brokerbench/brokerbench/internal/netproxy"
+	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// lossyDriver wraps a real driver so that its producers acknowledge every
+// skipEvery-th message without sending it: a broker that acknowledges
+// messages and then loses them.
+type lossyDriver struct {
+	driver.Driver
+	skipEvery uint64
+	skipped   atomic.Int64
+}
+
+func (d *lossyDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	lp := &lossyProducer{d: d}
+	// The driver contract forbids concurrent acknowledgements for one
+	// producer; the skipped messages are acknowledged from Send, so all
+	// acknowledgements go through one lock.
+	lp.ack = func(m *driver.Message, err error) {
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		ack(m, err)
+	}
+	p, err := d.Driver.NewProducer(ctx, spec, lp.ack)
+	lp.Producer = p
+	return lp, err
+}
+
+func (d *lossyDriver) WaitSubscription(ctx context.Context, topic, sub string, members int) error {
+	return d.Driver.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, sub, members)
+}
+
+func (d *lossyDriver) StoredMessages(ctx context.Context, topic string) (int64, error) {
+	return d.Driver.(driver.StoredCounter).StoredMessages(ctx, topic)
+}
+
+type lossyProducer struct {
+	driver.Producer
+	d   *lossyDriver
+	mu  sync.Mutex
+	ack driver.AckFunc
+}
+
+func (p *lossyProducer) Send(ctx context.Context, m *driver.Message) {
+	h, err := payload.Parse(m.Value)
+	if err == nil && h.Seq%p.d.skipEvery == p.d.skipEvery-1 {
+		p.d.skipped.Add(1)
+		p.ack(m, nil)
+		return
+	}
+	p.Producer.Send(ctx, m)
+}
+
+// TestSkippedMessagesAreCountedLost: messages acknowledged but never sent
+// must show up as exactly that many lost, per subscription, and the broker's
+// stored count must disagree with the acknowledged count by the same number.
+func TestSkippedMessagesAreCountedLost(t *testing.T) {
+	w := baseWorkload()
+	w.Warmup = 0
+	w.MessageLimit = 60_000
+	w.ProducersPerTopic = 2
+	w.SubscriptionsPerTopic = 2
+	w.KeyDistributor = payload.RoundRobin
+	d := &lossyDriver{Driver: newKafka(t, workload.Property{Key: "acks", Value: "1"}), skipEvery: 1000}
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := d.skipped.Load()
+	c := res.Counts
+	t.Logf("skipped %d; accounting %+v", skipped, c)
+	if skipped != 60 {
+		t.Fatalf("the test producer skipped %d messages, want 60", skipped)
+	}
+	if c.Lost != 2*skipped || c.Duplicated != 0 || c.OutOfOrder != 0 || c.Unexpected != 0 {
+		t.Errorf("lost %d (want %d = skipped x 2 subscriptions), duplicated %d, out of order %d, unexpected %d",
+			c.Lost, 2*skipped, c.Duplicated, c.OutOfOrder, c.Unexpected)
+	}
+	for _, s := range c.Subscriptions {
+		if s.Lost != skipped || s.Expected != c.Acked || s.Delivered != c.Acked-skipped {
+			t.Errorf("subscription %+v: want %d lost of %d expected", s, skipped, c.Acked)
+		}
+	}
+	if c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-skipped {
+		t.Errorf("broker stores %v, want acked %d - skipped %d", c.StoredByBroker, c.Acked, skipped)
+	}
+}
+
+// stallingDriver wraps a real driver so that every stallEvery-th Send
+// blocks for stall before sending: a client library that blocks the caller.
+type stallingDriver struct {
+	driver.Driver
+	stallEvery int
+	stall      time.Duration
+}
+
+func (d *stallingDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	p, err := d.Driver.NewProducer(ctx, spec, ack)
+	return &stallingProducer{Producer: p, d: d}, err
+}
+
+type stallingProducer struct {
+	driver.Producer
+	d     *stallingDriver
+	sends int
+}
+
+func (p *stallingProducer) Send(ctx context.Context, m *driver.Message) {
+	if p.sends++; p.sends%p.d.stallEvery == 0 {
+		time.Sleep(p.d.stall)
+	}
+	p.Producer.Send(ctx, m)
+}
+
+// TestSendLagLimit: a producer held up in Send catches up (so the rate is
+// achieved) but its messages leave late; with a send lag limit below the
+// lateness the run must not count as holding its target, and its latency
+// must include the lateness.
+func TestSendLagLimit(t *testing.T) {
+	w := baseWorkload()
+	w.ProducerRate = 2000
+	w.Warmup = 0
+	w.Duration = 3 * time.Second
+	w.SubscriptionsPerTopic = 0
+	// Every 200th send blocks 15 ms: the next ~30 messages leave up to 15 ms
+	// late, 15% of all, and the producer has time to catch up.
+	d := &stallingDriver{Driver: newKafka(t), stallEvery: 200, stall: 15 * time.Millisecond}
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d, MaxSendLag: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Measured
+	t.Logf("rate %.0f, send lag p50 %.2f p99 %.2f ms, publish p99 %.2f ms, target %+v", m.PublishRate, m.SendLag.P50, m.SendLag.P99, m.PublishLatency.P99, res.Target)
+	if res.Target == nil || res.Target.Held || !strings.Contains(res.Target.Reason, "send lag") {
+		t.Errorf("target %+v: want not held because of send lag", res.Target)
+	}
+	if m.SendLag.P99 < 5 || m.PublishLatency.P99 < m.SendLag.P99 {
+		t.Errorf("send lag p99 %.2f ms, publish p99 %.2f ms: the lateness must show in both", m.SendLag.P99, m.PublishLatency.P99)
+	}
+}
+
+// TestBrokerStallShowsInLatency freezes the broker (SIGSTOP) for about 2 s
+// during a fixed-rate run. Latency is measured from the intended send time,
+// so the message due just after the freeze waits at least the whole pause:
+// the maximum must be at least the pause minus one send interval, and the
+// k-th largest latency at least the pause minus k send intervals, which
+// bounds p99.9 from below. The run must still account for every message.
+func TestBrokerStallShowsInLatency(t *testing.T) {
+	const rate = 2000.0
+	w := baseWorkload()
+	w.ProducerRate = rate
+	w.Warmup = time.Second
+	w.Duration = 8 * time.Second
+	d := newKafka(t, workload.Property{Key: "acks", Value: "all"}, workload.Property{Key: "linger.ms", Value: "1"})
+	var pause time.Duration
+	stallDone := make(chan error, 1)
+	cfg := Config{Workload: w, Driver: d}
+	var once sync.Once
+	cfg.Progress = func(iv results.Interval) {
+		// Freeze the broker 3 s into the run, in the measurement phase.
+		if iv.EndSeconds < 2.5 {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				time.Sleep(500 * time.Millisecond)
+				if err := broker.Pause(); err != nil {
+					stallDone <- err
+					return
+				}
+				start := time.Now()
+				time.Sleep(2 * time.Second)
+				pause = time.Since(start)
+				stallDone <- broker.Resume()
+			}()
+		})
+	}
+	res, err := Run(context.Background(), cfg)
+	if serr := <-stallDone; serr != nil {
+		t.Fatal(serr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, c := res.Measured, res.Counts
+	pauseMs := float64(pause) / 1e6
+	interval := 1000 / rate // ms between intended sends
+	t.Logf("paused %.1f ms; publish max %.1f p99.9 %.1f p99 %.1f; e2e max %.1f p99.9 %.1f; accounting %+v",
+		pauseMs, m.PublishLatency.Max, m.PublishLatency.P999, m.PublishLatency.P99, m.EndToEndLatency.Max, m.EndToEndLatency.P999, c)
+	for name, l := range map[string]struct{ max, p999 float64 }{
+		"publish":    {m.PublishLatency.Max, m.PublishLatency.P999},
+		"end-to-end": {m.EndToEndLatency.Max, m.EndToEndLatency.P999},
+	} {
+		if l.max < pauseMs-interval {
+			t.Errorf("%s max %.1f ms is below the %.1f ms pause", name, l.max, pauseMs)
+		}
+		k := math.Ceil(0.001 * float64(m.Acked))
+		if bound := pauseMs - k*interval; l.p999 < bound {
+			t.Errorf("%s p99.9 %.1f ms is below %.1f ms (pause %.1f minus %.0f send intervals)", name, l.p999, bound, pauseMs, k)
+		}
+	}
+	if c.Sent != c.Acked || c.Failed != 0 || c.Lost != 0 || c.Duplicated != 0 || c.Consumed != c.Acked {
+		t.Errorf("accounting after the stall: %+v", c)
+	}
+	if c.StoredByBroker == nil || *c.StoredByBroker != c.Acked {
+		t.Errorf("broker stores %v, acked %d", c.StoredByBroker, c.Acked)
+	}
+}
+
+// TestInjectedDelayShowsInLatency puts a delaying proxy between the client
+// and a broker that advertises the proxy's address, so every request and
+// response crosses it. A one-way delay d in each direction adds one round
+// trip, 2d, to the time from send to acknowledgement: the publish latency
+// p50 must move by 2d, within a tolerance for batching behind in-flight
+// requests.
+func TestInjectedDelayShowsInLatency(t *testing.T) {
+	const brokerPort, proxyPort = 39195, 39197 // the broker's controller takes 39196
+	const oneWay = 20 * time.Millisecond
+	proxy, err := netproxy.Listen(fmt.Sprintf("127.0.0.1:%d", proxyPort), fmt.Sprintf("127.0.0.1:%d", brokerPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	b, err := testbroker.Start(brokerPort, proxyPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	d, err := kafka.New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
+		Producer: []workload.Property{{Key: "acks", Value: "1"}}}, driver.Options{Endpoints: []string{proxy.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	w := baseWorkload()
+	w.ProducerRate = 1000
+	w.Warmup = time.Second
+	w.Duration = 5 * time.Second
+	p50 := func(delay time.Duration) (float64, float64) {
+		proxy.SetDelay(delay)
+		res, err := Run(context.Background(), Config{Workload: w, Driver: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Counts; c.Lost != 0 || c.Acked != c.Sent || c.Consumed != c.Acked {
+			t.Errorf("accounting with %s delay: %+v", delay, c)
+		}
+		return res.Measured.PublishLatency.P50, res.Measured.EndToEndLatency.P50
+	}
+	base, baseE2E := p50(0)
+	delayed, delayedE2E := p50(oneWay)
+	added := delayed - base
+	want := 2 * float64(oneWay) / 1e6
+	t.Logf("publish p50 %.2f ms direct, %.2f ms with %s each way: +%.2f ms (expected +%.0f); e2e p50 %.2f -> %.2f ms",
+		base, delayed, oneWay, added, want, baseE2E, delayedE2E)
+	if added < want-2 || added > want+10 {
+		t.Errorf("publish p50 moved by %.2f ms, want %.0f ms (-2/+10 ms)", added, want)
+	}
+}
