@@ -31,6 +31,7 @@ fuzz:
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseProperties$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/maxrate -run '^$$' -fuzz '^FuzzParseSLO$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

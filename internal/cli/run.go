@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
@@ -33,6 +34,9 @@ type runFlags struct {
 	interval     time.Duration
 	drainTimeout time.Duration
 	maxSendLag   time.Duration
+	findMaxRate  bool
+	slo          string
+	maxSteps     int
 	quiet        bool
 	local        localFlags
 }
@@ -86,6 +90,9 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
 	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
+	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
+	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
+	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled probe")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
 	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
 	f.local.heapMB = 1024
@@ -111,6 +118,17 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	}
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("after command-line overrides: %w", err)
+	}
+	var slo []maxrate.Objective
+	if f.findMaxRate {
+		if w.MessageLimit > 0 || w.Producers() == 0 {
+			return usageError{errors.New("--find-max-rate needs a workload with producers and no message limit")}
+		}
+		if slo, err = maxrate.ParseSLO(f.slo); err != nil {
+			return usageError{fmt.Errorf("--slo: %w", err)}
+		}
+	} else if changed("slo") || changed("max-steps") {
+		return usageError{errors.New("--slo and --max-steps apply only with --find-max-rate")}
 	}
 	dc := w.Driver
 	if f.driverFile != "" {
@@ -167,7 +185,13 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 	}
-	res, runErr := runner.Run(runCtx, cfg)
+	var res *results.Run
+	var runErr error
+	if f.findMaxRate {
+		res, runErr = searchMaxRate(runCtx, io, cfg, slo, f.maxSteps)
+	} else {
+		res, runErr = runner.Run(runCtx, cfg)
+	}
 	if res == nil {
 		return withCode(ExitRunFailed, runErr)
 	}
@@ -202,6 +226,8 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return withCode(ExitInterrupted, fmt.Errorf("run interrupted; partial results written to %s", out))
 	case runErr != nil:
 		return withCode(ExitRunFailed, runErr)
+	case res.MaxRate != nil && res.MaxRate.Rate == 0:
+		return withCode(ExitTargetNotHeld, errors.New("no rate of the search was sustained; see the steps in the results"))
 	case res.Counts.Lost > 0:
 		return withCode(ExitAccountingFail, fmt.Errorf("%d acknowledged messages were never delivered", res.Counts.Lost))
 	case res.Counts.StoredByBroker != nil && *res.Counts.StoredByBroker != res.Counts.Acked:
@@ -210,6 +236,47 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return withCode(ExitTargetNotHeld, fmt.Errorf("target rate not held: %s", res.Target.Reason))
 	}
 	return nil
+}
+
+// searchMaxRate runs a max sustainable rate search with cfg as the template
+// of every step. It returns the run at the highest held rate with the
+// search attached, or the last step's run if none held.
+func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.Objective, maxSteps int) (*results.Run, error) {
+	var last *results.Run
+	trial := func(ctx context.Context, rate float64) (*results.Run, error) {
+		w := *cfg.Workload
+		w.ProducerRate = rate
+		step := cfg
+		step.Workload = &w
+		step.Progress, step.Log = nil, nil
+		if rate == 0 {
+			fmt.Fprintf(io.Err, "max-rate search: unthrottled probe (%s warmup, %s)\n", w.Warmup, w.Duration)
+		} else {
+			fmt.Fprintf(io.Err, "max-rate search: trying %.0f msg/s\n", rate)
+		}
+		res, err := runner.Run(ctx, step)
+		if res != nil {
+			last = res
+		}
+		return res, err
+	}
+	out, err := maxrate.Search(ctx, maxrate.Config{
+		Trial: trial, SLO: slo, MaxSteps: maxSteps,
+		Progress: func(s results.RateStep) { fmt.Fprintln(io.Err, results.RateStepLine(s)) },
+	})
+	res := out.Best
+	if res == nil {
+		res = last
+	}
+	if res == nil {
+		return nil, err
+	}
+	res.MaxRate = &out.Search
+	if err != nil && ctx.Err() != nil {
+		res.Partial, res.PartialReason = true, "max-rate search interrupted: "+context.Cause(ctx).Error()
+		return res, err
+	}
+	return res, err
 }
 
 // safeName turns a workload name into a file-name fragment.

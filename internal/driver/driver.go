@@ -135,6 +135,14 @@ type StoredCounter interface {
 	StoredMessages(ctx context.Context, topic string) (int64, error)
 }
 
+// Pauser is implemented by consumers that can stop receiving for a while,
+// for backlog tests. Messages already fetched when Pause is called may still
+// be delivered; after Resume, delivery continues where it stopped.
+type Pauser interface {
+	Pause()
+	Resume()
+}
+
 // Options are settings given on the command line rather than in the driver
 // config.
 type Options struct {

@@ -42,6 +42,11 @@ type Run struct {
 	Counts Counts `json:"counts"`
 	// Target states whether a fixed-rate run held its rate.
 	Target *Target `json:"target,omitempty"`
+	// Backlog is set for a backlog test.
+	Backlog *BacklogTest `json:"backlog,omitempty"`
+	// MaxRate is set when the run is the result of a max sustainable rate
+	// search: the steps measured and the rate found.
+	MaxRate *MaxRateSearch `json:"maxRateSearch,omitempty"`
 	// Histograms are the measurement phase's latency histograms, encoded in
 	// HdrHistogram's compressed V2 format (base64), values in microseconds.
 	Histograms Histograms `json:"histograms"`
@@ -80,6 +85,10 @@ type Phase string
 const (
 	Warmup  Phase = "warmup"
 	Measure Phase = "measure"
+	// BacklogBuild and BacklogDrain replace Warmup and Measure in a backlog
+	// test: consumers paused while the backlog builds, then resumed.
+	BacklogBuild Phase = "backlog-build"
+	BacklogDrain Phase = "backlog-drain"
 	Drain   Phase = "drain"
 )
 
@@ -164,6 +173,59 @@ type SubscriptionCounts struct {
 	Duplicated      int64 `json:"duplicated"`
 	FailedDelivered int64 `json:"failedDelivered"`
 	Unexpected      int64 `json:"unexpected"`
+}
+
+// BacklogTest is the outcome of a backlog test: the consumers were paused
+// until each subscription's backlog reached the target, then resumed until
+// it drained.
+type BacklogTest struct {
+	// TargetMessages is the backlog per subscription to build
+	// (consumerBacklogSizeGB in messages, GB = 2^30 bytes).
+	TargetMessages int64 `json:"targetMessages"`
+	// DrainedAtMessages is the backlog per subscription at which the drain
+	// counts as complete.
+	DrainedAtMessages int64 `json:"drainedAtMessages"`
+	// PeakMessages is the backlog per subscription when consumers resumed.
+	PeakMessages int64   `json:"peakMessages"`
+	BuildSeconds float64 `json:"buildSeconds"`
+	// Built is false if the target was not reached (timeout, or producers
+	// reached their message limit first).
+	Built        bool    `json:"built"`
+	DrainSeconds float64 `json:"drainSeconds"`
+	Drained      bool    `json:"drained"`
+	// DrainRate and DrainMBps are consumption over the drain, all
+	// subscriptions together.
+	DrainRate float64 `json:"drainRate"`
+	DrainMBps float64 `json:"drainMBps"`
+}
+
+// MaxRateSearch is a max sustainable rate search: its objectives, the
+// measured rate-versus-latency curve, and the highest rate held.
+type MaxRateSearch struct {
+	// SLO lists the latency objectives every accepted step met.
+	SLO []string `json:"slo"`
+	// Ceiling is the publish rate of the unthrottled probe run.
+	Ceiling float64 `json:"ceiling"`
+	// Rate is the highest target rate of a held step; 0 if none held.
+	Rate float64 `json:"rate"`
+	// Steps are the runs in the order made.
+	Steps []RateStep `json:"steps"`
+}
+
+// RateStep is one run of a max-rate search.
+type RateStep struct {
+	RunID string `json:"runId"`
+	// TargetRate is 0 for the unthrottled probe.
+	TargetRate   float64 `json:"targetRate"`
+	AchievedRate float64 `json:"achievedRate"`
+	ConsumeRate  float64 `json:"consumeRate"`
+	// Backlog is the consumers' backlog at the end of the measurement.
+	Backlog         int64           `json:"backlog"`
+	PublishLatency  metrics.Latency `json:"publishLatency"`
+	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
+	SendLagP99      float64         `json:"sendLagP99"`
+	Held            bool            `json:"held"`
+	Reason          string          `json:"reason,omitempty"`
 }
 
 // Target states whether a fixed-rate run held its target rate.

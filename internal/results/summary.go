@@ -69,7 +69,32 @@ func PrintSummary(out io.Writer, r *Run) {
 			fmt.Fprintf(out, "   TARGET RATE NOT HELD: %s\n", t.Reason)
 		}
 	}
+	if mr := r.MaxRate; mr != nil {
+		fmt.Fprintf(out, "   max-rate search (%s), ceiling %.0f msg/s:\n", strings.Join(mr.SLO, ", "), mr.Ceiling)
+		for _, s := range mr.Steps {
+			fmt.Fprintln(out, RateStepLine(s))
+		}
+		if mr.Rate > 0 {
+			fmt.Fprintf(out, "   MAX SUSTAINABLE RATE: %.0f msg/s (%.2f MB/s); the figures above are that step's\n", mr.Rate, mr.Rate*float64(w.MessageSize)/1e6)
+		} else {
+			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
+		}
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(out, "   warning: %s\n", warn)
 	}
+}
+
+// RateStepLine formats one step of a max-rate search.
+func RateStepLine(s RateStep) string {
+	target := fmt.Sprintf("%9.0f", s.TargetRate)
+	verdict := "held"
+	switch {
+	case s.TargetRate == 0:
+		target, verdict = "  (probe)", "ceiling"
+	case !s.Held:
+		verdict = "NOT HELD: " + s.Reason
+	}
+	return fmt.Sprintf("  target %s msg/s | achieved %9.0f | pub p50 %7.2f p99 %8.2f p99.9 %8.2f ms | e2e p99 %8.2f ms | backlog %d | %s",
+		target, s.AchievedRate, s.PublishLatency.P50, s.PublishLatency.P99, s.PublishLatency.P999, s.EndToEndLatency.P99, s.Backlog, verdict)
 }

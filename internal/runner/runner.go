@@ -45,6 +45,9 @@ type Config struct {
 	// time, measurement phase) with which a fixed-rate run still counts as
 	// holding its target (default 10 ms; negative disables the check).
 	MaxSendLag time.Duration
+	// BacklogTimeout bounds each of the backlog build and drain phases of a
+	// backlog test (default 10 min).
+	BacklogTimeout time.Duration
 	// KeepTopics leaves the topics in place after the run.
 	KeepTopics bool
 	// Progress, if set, is called after every interval from one goroutine.
@@ -78,6 +81,7 @@ type run struct {
 	producers []*producerWorker
 	consumers []*consumerStats
 	subs      []subscription
+	pausers   []driver.Pauser // consumers paused for a backlog test
 	closers   []func()
 	logf      func(string, ...any)
 }
@@ -91,6 +95,9 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 60 * time.Second
+	}
+	if cfg.BacklogTimeout <= 0 {
+		cfg.BacklogTimeout = 10 * time.Minute
 	}
 	if cfg.MaxSendLag == 0 {
 		cfg.MaxSendLag = 10 * time.Millisecond
@@ -173,6 +180,18 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 		if wt, ok := d.(driver.SubscriptionWaiter); ok {
 			if err := wt.WaitSubscription(ctx, g.topic, g.sub, len(g.members)); err != nil {
 				return created, err
+			}
+		}
+	}
+	if r.backlogMode() {
+		for _, g := range groups {
+			for _, c := range g.members {
+				p, ok := c.(driver.Pauser)
+				if !ok {
+					return created, errors.New("backlog test: this driver cannot pause consumers")
+				}
+				p.Pause()
+				r.pausers = append(r.pausers, p)
 			}
 		}
 	}
@@ -278,7 +297,7 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		Backlog: t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
 		Traffic: traffic(c.pub, c.lag, c.e2e, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
-	if phase == results.Measure {
+	if phase == results.Measure || phase == results.BacklogDrain {
 		c.aggPub.Merge(c.pub)
 		c.aggLag.Merge(c.lag)
 		c.aggE2E.Merge(c.e2e)
@@ -296,7 +315,6 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 
 // measure runs the producing phases and the drain, then fills in results.
 func (r *run) measure(ctx context.Context) error {
-	w := r.w
 	c := &collector{r: r, pub: metrics.NewHDR(), lag: metrics.NewHDR(), e2e: metrics.NewHDR(),
 		aggPub: metrics.NewHDR(), aggLag: metrics.NewHDR(), aggE2E: metrics.NewHDR()}
 	prodCtx, stopProducers := context.WithCancel(ctx)
@@ -321,10 +339,44 @@ func (r *run) measure(ctx context.Context) error {
 		go func() { wg.Wait(); close(finished) }()
 	}
 
+	var interrupted bool
+	if r.backlogMode() {
+		interrupted = r.backlogPhases(ctx, c, finished)
+	} else {
+		interrupted = r.timedPhases(ctx, c, finished)
+	}
+	c.measureTo = c.lastAt
+	measureEnd := c.last
+	stopProducers()
+	wg.Wait()
+
+	// Wait for outstanding acknowledgements, then for consumers to catch up.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	for _, p := range r.producers {
+		if err := p.prod.Flush(flushCtx); err != nil {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("flush producer %d: %v", p.id, err))
+		}
+	}
+	cancelFlush()
+	drainErr := r.drain(ctx, c)
+	r.summarise(c, measureEnd)
+	switch {
+	case interrupted:
+		r.res.Partial, r.res.PartialReason = true, "interrupted: "+context.Cause(ctx).Error()
+		return context.Cause(ctx)
+	case drainErr != nil:
+		r.res.Warnings = append(r.res.Warnings, drainErr.Error())
+	}
+	return nil
+}
+
+// timedPhases samples through the warmup and the measurement until the
+// duration ends, the producers finish or ctx ends (reported as interrupted).
+func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted bool) {
+	w := r.w
 	warmupEnd := c.origin + int64(w.Warmup)
 	end := warmupEnd + int64(w.Duration)
 	r.logf("producing: warmup %s, measurement %s", w.Warmup, w.Duration)
-	interrupted := false
 	c.measureFrom, c.measuring = c.origin, w.Warmup == 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -355,32 +407,9 @@ func (r *run) measure(ctx context.Context) error {
 			c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
 		}
 		if interrupted || producersDone || c.lastAt >= end {
-			break
+			return interrupted
 		}
 	}
-	c.measureTo = c.lastAt
-	measureEnd := c.last
-	stopProducers()
-	wg.Wait()
-
-	// Wait for outstanding acknowledgements, then for consumers to catch up.
-	flushCtx, cancelFlush := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
-	for _, p := range r.producers {
-		if err := p.prod.Flush(flushCtx); err != nil {
-			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("flush producer %d: %v", p.id, err))
-		}
-	}
-	cancelFlush()
-	drainErr := r.drain(ctx, c)
-	r.summarise(c, measureEnd)
-	switch {
-	case interrupted:
-		r.res.Partial, r.res.PartialReason = true, "interrupted: "+context.Cause(ctx).Error()
-		return context.Cause(ctx)
-	case drainErr != nil:
-		r.res.Warnings = append(r.res.Warnings, drainErr.Error())
-	}
-	return nil
 }
 
 // drain waits until every subscription consumed every acknowledged message,

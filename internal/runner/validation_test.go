@@ -277,3 +277,52 @@ func TestInjectedDelayShowsInLatency(t *testing.T) {
 		t.Errorf("publish p50 moved by %.2f ms, want %.0f ms (-2/+10 ms)", added, want)
 	}
 }
+
+// TestBacklogBuildAndDrain: consumers are paused until 5 MB per subscription
+// have piled up, then resumed while producers keep their rate. The build
+// must take about target / rate, the drain must consume faster than the
+// producers publish, messages held in the backlog must show their wait in
+// end-to-end latency, and nothing may be lost.
+func TestBacklogBuildAndDrain(t *testing.T) {
+	const rate, size = 20000.0, 100
+	w := baseWorkload()
+	w.ProducerRate = rate
+	w.MessageSize = size
+	w.ConsumerBacklogSizeGB = 5e6 / (1 << 30)
+	w.SubscriptionsPerTopic = 2
+	d := newKafka(t, workload.Property{Key: "acks", Value: "1"})
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d, BacklogTimeout: 30 * time.Second, MaxSendLag: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, c := res.Backlog, res.Counts
+	if b == nil {
+		t.Fatal("no backlog section in the results")
+	}
+	t.Logf("backlog %+v; e2e max %.1f ms; accounting lost %d dup %d", *b, res.Measured.EndToEndLatency.Max, c.Lost, c.Duplicated)
+	wantMsgs := int64(math.Ceil(5e6 / size))
+	if !b.Built || !b.Drained || b.TargetMessages != wantMsgs || b.PeakMessages < wantMsgs {
+		t.Errorf("backlog %+v: want built to %d and drained", *b, wantMsgs)
+	}
+	if want := float64(wantMsgs) / rate; b.BuildSeconds < want*0.9 || b.BuildSeconds > want+1.5 {
+		t.Errorf("build took %.2f s, want about %.2f s (target / rate)", b.BuildSeconds, want)
+	}
+	if b.DrainRate <= 2*rate {
+		t.Errorf("drain rate %.0f msg/s over 2 subscriptions does not exceed the publish rate %.0f x 2", b.DrainRate, rate)
+	}
+	if maxE2E := res.Measured.EndToEndLatency.Max; maxE2E < 0.8*b.BuildSeconds*1000 {
+		t.Errorf("e2e max %.0f ms: messages waited the %.2f s build in the backlog", maxE2E, b.BuildSeconds)
+	}
+	if c.Lost != 0 || c.Duplicated != 0 || c.Consumed != 2*c.Acked {
+		t.Errorf("accounting %+v", c)
+	}
+	var phases []string
+	for _, iv := range res.Intervals {
+		if len(phases) == 0 || phases[len(phases)-1] != string(iv.Phase) {
+			phases = append(phases, string(iv.Phase))
+		}
+	}
+	if strings.Join(phases, ",") != "backlog-build,backlog-drain,drain" {
+		t.Errorf("phases %v", phases)
+	}
+}

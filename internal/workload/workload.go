@@ -268,8 +268,8 @@ func (w *Workload) Validate() error {
 	if w.MessageSize < payload.HeaderSize {
 		bad("messageSize", "must be at least %d bytes (the brokerbench header)", payload.HeaderSize)
 	}
-	if w.ConsumerBacklogSizeGB > 0 {
-		bad("consumerBacklogSizeGB", "backlog tests are not supported yet: set it to 0")
+	if w.ConsumerBacklogSizeGB > 0 && (w.Producers() == 0 || w.Consumers() == 0) {
+		bad("consumerBacklogSizeGB", "a backlog test needs producers and consumers")
 	}
 	if w.PayloadFile != "" {
 		if st, err := os.Stat(w.PayloadFile); err != nil {

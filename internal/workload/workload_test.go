@@ -122,8 +122,7 @@ func TestParseErrors(t *testing.T) {
 		{"omb minutes", "name: x\nuseRandomizedPayloads: true\ntestDurationMinutes: ten\n", []string{"w.yaml:3", "testDurationMinutes"}},
 		// No producers and no consumers.
 		{"nothing to do", "name: x\nproducersPerTopic: 0\nsubscriptionsPerTopic: 0\n", []string{"neither producers nor consumers"}},
-		// Backlog tests are refused, not ignored.
-		{"backlog", "name: x\nuseRandomizedPayloads: true\nconsumerBacklogSizeGB: 1\n", []string{"consumerBacklogSizeGB", "not supported"}},
+		{"backlog without consumers", "name: x\nuseRandomizedPayloads: true\nconsumerBacklogSizeGB: 1\nsubscriptionsPerTopic: 0\n", []string{"consumerBacklogSizeGB", "needs producers and consumers"}},
 		// Inline driver without a name.
 		{"driver without name", "name: x\ndriver:\n  replicationFactor: 1\n", []string{"w.yaml:3", "driver", "missing"}},
 		// Inline driver with a bad properties section.

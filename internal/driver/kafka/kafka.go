@@ -296,7 +296,7 @@ func (e sendError) Kind() string {
 // NewConsumer implements driver.Driver: one group member, polling in its own
 // goroutine until Close.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
-	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume}
+	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume, topic: spec.Topic}
 	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			c.readyOnce.Do(func() { close(c.ready) })
@@ -316,6 +316,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 
 type consumer struct {
 	cl         *kgo.Client
+	topic      string
 	consume    driver.ConsumeFunc
 	ready      chan struct{}
 	readyOnce  sync.Once
@@ -359,6 +360,12 @@ func (c *consumer) Ready(ctx context.Context) error {
 		return fmt.Errorf("kafka consumer did not join its group: %w", ctx.Err())
 	}
 }
+
+// Pause implements driver.Pauser: the client stops fetching the topic.
+func (c *consumer) Pause() { c.cl.PauseFetchTopics(c.topic) }
+
+// Resume implements driver.Pauser.
+func (c *consumer) Resume() { c.cl.ResumeFetchTopics(c.topic) }
 
 // Close implements driver.Consumer.
 func (c *consumer) Close() {

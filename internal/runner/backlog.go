@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/clock"
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// backlogMode reports whether the workload is a backlog test.
+func (r *run) backlogMode() bool { return r.w.ConsumerBacklogSizeGB > 0 }
+
+// backlogPhases runs a backlog test with the consumers paused by setup: the
+// producers fill each subscription's backlog to the target, the consumers
+// resume, and the drain lasts until the backlog is down to the drain level.
+// Producers keep their rate throughout (they stop only at their message
+// limit), so the drain measures how fast consumers catch up under load.
+// Each phase is bounded by BacklogTimeout. The drain is the measured phase.
+func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted bool) {
+	w := r.w
+	subs := int64(len(r.subs))
+	target := int64(math.Ceil(w.ConsumerBacklogSizeGB * (1 << 30) / float64(w.MessageSize)))
+	ratio := w.BacklogDrainRatio
+	if ratio <= 0 || ratio > 1 {
+		ratio = 1
+	}
+	bt := &results.BacklogTest{TargetMessages: target, DrainedAtMessages: int64(float64(target) * (1 - ratio))}
+	r.res.Backlog = bt
+	backlog := func() int64 { t := r.totals(); return (t.acked*subs - t.consumed) / subs }
+	r.logf("backlog test: building %d messages per subscription with consumers paused", target)
+
+	start := clock.Now()
+	stop := r.sampleUntil(ctx, c, results.BacklogBuild, finished, func() bool { return backlog() >= target })
+	bt.BuildSeconds = float64(clock.Now()-start) / 1e9
+	bt.PeakMessages = backlog()
+	bt.Built = stop == conditionMet
+	if stop == interruptedStop {
+		return true
+	}
+
+	r.logf("backlog test: %d messages per subscription; resuming consumers", bt.PeakMessages)
+	c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
+	for _, p := range r.pausers {
+		p.Resume()
+	}
+	// While producers still send, messages between send and consumption
+	// are always in the backlog: the drain is complete at the drain level
+	// plus what was published in the last half second.
+	recent := newRecentAcked(r, 500*time.Millisecond)
+	drainStart := clock.Now()
+	stop = r.sampleUntil(ctx, c, results.BacklogDrain, nil, func() bool {
+		return backlog() <= bt.DrainedAtMessages+recent.within()
+	})
+	c.measureTo = c.lastAt
+	bt.DrainSeconds = float64(clock.Now()-drainStart) / 1e9
+	bt.Drained = stop == conditionMet
+	if secs := float64(c.measureTo-c.measureFrom) / 1e9; secs > 0 {
+		bt.DrainRate = float64(c.last.consumed-c.measureStart.consumed) / secs
+		bt.DrainMBps = bt.DrainRate * float64(w.MessageSize) / 1e6
+	}
+	return stop == interruptedStop
+}
+
+type stopReason int
+
+const (
+	conditionMet stopReason = iota
+	producersFinished
+	timedOut
+	interruptedStop
+)
+
+// sampleUntil samples intervals in phase until done reports true (checked
+// every 10 ms), the producers finish (if finished is not nil), the backlog
+// timeout passes or ctx ends. It samples once more when it stops, so the
+// phase ends on an interval boundary.
+func (r *run) sampleUntil(ctx context.Context, c *collector, phase results.Phase, finished <-chan struct{}, done func() bool) stopReason {
+	deadline := time.Now().Add(r.cfg.BacklogTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	next := c.lastAt + int64(r.cfg.Interval)
+	for {
+		reason := stopReason(-1)
+		select {
+		case <-ctx.Done():
+			reason = interruptedStop
+		case <-finished:
+			reason = producersFinished
+		case <-tick.C:
+			switch {
+			case done():
+				reason = conditionMet
+			case time.Now().After(deadline):
+				reason = timedOut
+			}
+		}
+		if reason >= 0 {
+			c.sample(phase)
+			if reason == timedOut {
+				r.res.Warnings = append(r.res.Warnings, "backlog test: "+string(phase)+" phase did not finish within "+r.cfg.BacklogTimeout.String())
+			}
+			return reason
+		}
+		if clock.Now() >= next {
+			c.sample(phase)
+			next = c.lastAt + int64(r.cfg.Interval)
+		}
+	}
+}
+
+// recentAcked tracks how many messages were acknowledged in a recent window,
+// from samples taken each time within is called.
+type recentAcked struct {
+	r       *run
+	window  int64
+	samples []ackSample
+}
+
+type ackSample struct{ at, acked int64 }
+
+func newRecentAcked(r *run, window time.Duration) *recentAcked {
+	return &recentAcked{r: r, window: int64(window)}
+}
+
+// within returns the acknowledgements in the window before now.
+func (a *recentAcked) within() int64 {
+	now, acked := clock.Now(), a.r.totals().acked
+	a.samples = append(a.samples, ackSample{now, acked})
+	for len(a.samples) > 1 && a.samples[0].at < now-a.window {
+		a.samples = a.samples[1:]
+	}
+	return acked - a.samples[0].acked
+}
