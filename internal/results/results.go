@@ -89,7 +89,7 @@ const (
 	// test: consumers paused while the backlog builds, then resumed.
 	BacklogBuild Phase = "backlog-build"
 	BacklogDrain Phase = "backlog-drain"
-	Drain   Phase = "drain"
+	Drain        Phase = "drain"
 )
 
 // Traffic is what happened over a stretch of time: message counts, rates
