@@ -69,6 +69,38 @@ func TestOMBFilesRunUnchanged(t *testing.T) {
 	}
 }
 
+// TestFindMaxRate runs a short search and checks that the reported rate is
+// the highest held step and that the stored run is that step's.
+func TestFindMaxRate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := execute("run", "../../workloads/max-rate-100b.yaml", "--broker", broker.Addr,
+		"--find-max-rate", "--slo", "p99<500ms", "--max-steps", "3", "--warmup", "1s", "--duration", "2s",
+		"--max-send-lag", "200ms", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := res.MaxRate
+	if mr == nil || len(mr.Steps) != 4 || mr.Steps[0].TargetRate != 0 || mr.Ceiling <= 0 {
+		t.Fatalf("search %+v: want the probe and 3 steps", mr)
+	}
+	best := 0.0
+	for _, s := range mr.Steps[1:] {
+		if s.Held && s.TargetRate > best {
+			best = s.TargetRate
+		}
+	}
+	if best == 0 || mr.Rate != best || res.Target == nil || res.Target.Rate != best || !res.Target.Held {
+		t.Fatalf("reported %.0f, best held step %.0f, stored run's target %+v", mr.Rate, best, res.Target)
+	}
+	if !strings.Contains(stdout, "MAX SUSTAINABLE RATE") {
+		t.Errorf("summary lacks the result:\n%s", stdout)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -91,6 +123,8 @@ func TestExitCodes(t *testing.T) {
 		{"no workload", []string{"run"}, ExitInvalidInput, "exactly one workload"},
 		// Unknown flag.
 		{"unknown flag", []string{"run", bad, "--bogus"}, ExitInvalidInput, "bogus"},
+		{"slo without search", []string{"run", "../../workloads/quick.yaml", "--slo", "p99<5ms"}, ExitInvalidInput, "--find-max-rate"},
+		{"bad slo", []string{"run", "../../workloads/quick.yaml", "--find-max-rate", "--slo", "p98<5ms"}, ExitInvalidInput, "p98"},
 		// Unreachable broker: the run fails, exit 1.
 		{"unreachable", []string{"run", "../workload/testdata/omb-1-topic-6-partitions-100b.yaml", "--broker", "127.0.0.1:1", "--duration", "1s"}, ExitRunFailed, "127.0.0.1:1"},
 		// A broker we do not manage.
