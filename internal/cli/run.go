@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +39,9 @@ type runFlags struct {
 	findMaxRate  bool
 	slo          string
 	maxSteps     int
+	topics       string
+	pprofDir     string
+	noRecording  bool
 	quiet        bool
 	local        localFlags
 }
@@ -66,7 +71,9 @@ A fixed-rate run holds its target when it achieves at least 99% of the rate
 and its send lag p99 stays within --max-send-lag.`,
 		Example: `  brokerbench run workloads/quick.yaml
   brokerbench run omb/1-topic-16-partitions-1kb.yaml --driver omb/kafka-throughput.yaml --duration 30s --warmup 5s
-  brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json`,
+  brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json
+  brokerbench run workloads/max-rate-100b.yaml --find-max-rate --slo 'p99<50ms,e2e.p99<100ms' --warmup 2s --duration 10s
+  brokerbench run consume-only.yaml --topic prefilled --messages 8000000   # consume what an existing topic holds`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("run takes exactly one workload file, got %d arguments", len(args))}
@@ -86,6 +93,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.Int64Var(&f.messages, "messages", 0, "stop producing after this many messages in total")
 	fl.StringVarP(&f.out, "out", "o", "", "results JSON path (default results/<workload>-<run id>.json)")
 	fl.StringVar(&f.ombJSON, "omb-json", "", "also write OMB TestResult JSON to this path")
+	fl.StringVar(&f.topics, "topic", "", "use these existing topics (comma-separated, one per workload topic) instead of creating new ones; they are not deleted")
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "do not delete the run's topics afterwards")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
@@ -93,6 +101,9 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
 	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled probe")
+	fl.StringVar(&f.pprofDir, "pprof", "", "write CPU and heap profiles of the load generator (cpu.pprof, heap.pprof) to this directory")
+	fl.BoolVar(&f.noRecording, "no-latency-recording", false, "record no latencies (measures what recording costs; for bench/ only)")
+	_ = fl.MarkHidden("no-latency-recording")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
 	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
 	f.local.heapMB = 1024
@@ -180,10 +191,31 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	defer stop()
 	cfg := runner.Config{
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout,
-		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag,
+		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
+	}
+	for _, t := range strings.Split(f.topics, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			cfg.ExistingTopics = append(cfg.ExistingTopics, t)
+		}
+	}
+	if n := len(cfg.ExistingTopics); n > 0 && n != w.Topics {
+		return usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
 	}
 	if !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
+	}
+	if f.pprofDir != "" {
+		stopProfile, err := startProfiles(f.pprofDir)
+		if err != nil {
+			return withCode(ExitRunFailed, err)
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintln(io.Err, "profiles:", err)
+			} else {
+				fmt.Fprintf(io.Err, "profiles: %s\n", filepath.Join(f.pprofDir, "{cpu,heap}.pprof"))
+			}
+		}()
 	}
 	var res *results.Run
 	var runErr error
@@ -277,6 +309,38 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.
 		return res, err
 	}
 	return res, err
+}
+
+// startProfiles starts a CPU profile in dir; the returned function stops it
+// and writes a heap profile beside it.
+func startProfiles(dir string) (stop func() error, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--pprof: %w", err)
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, fmt.Errorf("--pprof: %w", err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		_ = cpu.Close()
+		return nil, fmt.Errorf("--pprof: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := cpu.Close(); err != nil {
+			return err
+		}
+		heap, err := os.Create(filepath.Join(dir, "heap.pprof"))
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(heap); err != nil {
+			_ = heap.Close()
+			return err
+		}
+		return heap.Close()
+	}, nil
 }
 
 // safeName turns a workload name into a file-name fragment.

@@ -16,12 +16,13 @@ import (
 type consumerStats struct {
 	consumed, foreign, outOfOrder atomic.Int64
 	endToEnd                      *metrics.Histogram
+	record                        bool // record latencies (see Config.NoLatencyRecording)
 	sub                           *accounting.Subscription
 	order                         accounting.Order
 }
 
-func newConsumerStats(sub *accounting.Subscription) *consumerStats {
-	return &consumerStats{endToEnd: metrics.NewHistogram(), sub: sub}
+func newConsumerStats(sub *accounting.Subscription, record bool) *consumerStats {
+	return &consumerStats{endToEnd: metrics.NewHistogram(), sub: sub, record: record}
 }
 
 // onMessage is a consumer's driver.ConsumeFunc: it decodes the header,
@@ -34,7 +35,9 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 		s.foreign.Add(1)
 		return
 	}
-	s.endToEnd.RecordNanos(now - h.SendTime)
+	if s.record {
+		s.endToEnd.RecordNanos(now - h.SendTime)
+	}
 	s.consumed.Add(1)
 	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Partition, h.ProducerID, h.Seq) {
 		s.outOfOrder.Add(1)

@@ -43,6 +43,7 @@ type producerWorker struct {
 	seqOf  []uint64 // sequence number per slot
 	busy   []atomic.Bool
 	free   chan int
+	record bool // record latencies (see Config.NoLatencyRecording)
 	prod   driver.Producer
 }
 
@@ -65,7 +66,9 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 	lat := clock.Now() - w.intent[m.Slot]
 	if err == nil {
 		w.stats.acked.Add(1)
-		w.stats.publishLatency.RecordNanos(lat)
+		if w.record {
+			w.stats.publishLatency.RecordNanos(lat)
+		}
 	} else {
 		w.stats.failed.Add(1)
 		kind := driver.ErrorKind(err)
@@ -113,7 +116,9 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		if intended < 0 {
 			intended = now
 		}
-		w.stats.sendLag.RecordNanos(now - intended)
+		if w.record {
+			w.stats.sendLag.RecordNanos(now - intended)
+		}
 		m := &w.slots[slot]
 		w.intent[slot] = intended
 		w.seqOf[slot] = seq

@@ -48,6 +48,17 @@ type Config struct {
 	// BacklogTimeout bounds each of the backlog build and drain phases of a
 	// backlog test (default 10 min).
 	BacklogTimeout time.Duration
+	// ExistingTopics, if set, are used instead of new topics: they are
+	// neither created nor deleted, and their number must equal the
+	// workload's topics. Consumers start paused and resume when the run's
+	// clock starts, so what the topics already hold is consumed inside the
+	// measured time; the broker's stored count is not cross-checked.
+	ExistingTopics []string
+	// NoLatencyRecording skips every histogram record, to measure what
+	// recording costs (bench/compare-kafka-tools). Latencies and interval
+	// counts are then empty; the measured aggregate's counts and rates come
+	// from the counters.
+	NoLatencyRecording bool
 	// KeepTopics leaves the topics in place after the run.
 	KeepTopics bool
 	// Progress, if set, is called after every interval from one goroutine.
@@ -117,12 +128,18 @@ func newRun(cfg Config) *run {
 	for t := range w.Topics {
 		r.topics = append(r.topics, fmt.Sprintf("bb-%s-%03d", id, t))
 	}
+	if len(cfg.ExistingTopics) > 0 {
+		r.topics = cfg.ExistingTopics
+	}
 	return r
 }
 
 func (r *run) execute(ctx context.Context) (*results.Run, error) {
 	r.res.StartedAt = time.Now().UTC()
 	defer func() { r.res.EndedAt = time.Now().UTC() }()
+	if n := len(r.cfg.ExistingTopics); n > 0 && n != r.w.Topics {
+		return nil, fmt.Errorf("%w: %d existing topics given for a workload with %d", ErrSetup, n, r.w.Topics)
+	}
 	created, err := r.setup(ctx)
 	defer r.teardown(created)
 	if err != nil {
@@ -139,6 +156,9 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	w, d := r.w, r.cfg.Driver
 	var created []string
 	for _, t := range r.topics {
+		if len(r.cfg.ExistingTopics) > 0 {
+			break
+		}
 		r.logf("creating topic %s (%d partitions)", t, w.PartitionsPerTopic)
 		if err := d.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: w.PartitionsPerTopic, ReplicationFactor: w.ReplicationFactor}); err != nil {
 			return created, err
@@ -156,7 +176,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 			rec := accounting.NewSubscription(w.Producers())
 			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
-				st := newConsumerStats(rec)
+				st := newConsumerStats(rec, !r.cfg.NoLatencyRecording)
 				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub}, st.onMessage)
 				if err != nil {
 					return created, fmt.Errorf("consumer for topic %d: %w", ti, err)
@@ -183,12 +203,12 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
-	if r.backlogMode() {
+	if r.backlogMode() || len(r.cfg.ExistingTopics) > 0 {
 		for _, g := range groups {
 			for _, c := range g.members {
 				p, ok := c.(driver.Pauser)
 				if !ok {
-					return created, errors.New("backlog test: this driver cannot pause consumers")
+					return created, errors.New("backlog tests and existing topics need consumers that can pause; this driver's cannot")
 				}
 				p.Pause()
 				r.pausers = append(r.pausers, p)
@@ -214,6 +234,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 			}
 		}
 		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
+		pw.record = !r.cfg.NoLatencyRecording
 		p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {
 			return created, fmt.Errorf("producer %d: %w", i, err)
@@ -333,10 +354,19 @@ func (r *run) measure(ctx context.Context) error {
 			p.run(prodCtx, ctx, start)
 		}()
 	}
-	// Without producers the run lasts its duration; with them it also ends
-	// when all have sent their message limit.
-	if len(r.producers) > 0 {
+	// Without producers the run lasts its duration, or until the
+	// subscriptions consumed the message limit; with them it also ends when
+	// all have sent their message limit.
+	switch {
+	case len(r.producers) > 0:
 		go func() { wg.Wait(); close(finished) }()
+	case r.w.MessageLimit > 0 && len(r.subs) > 0:
+		go r.closeWhenConsumed(prodCtx, r.w.MessageLimit*int64(len(r.subs)), finished)
+	}
+	if !r.backlogMode() {
+		for _, p := range r.pausers {
+			p.Resume()
+		}
 	}
 
 	var interrupted bool
@@ -415,14 +445,14 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 // drain waits until every subscription consumed every acknowledged message,
 // sampling intervals meanwhile, for at most DrainTimeout.
 func (r *run) drain(ctx context.Context, c *collector) error {
-	if len(r.consumers) == 0 {
+	if len(r.consumers) == 0 || len(r.producers) == 0 {
 		return nil
 	}
 	// Caught up means every subscription consumed what the broker holds;
 	// without the broker's count, what it acknowledged. Messages the broker
 	// acknowledged and lost never arrive, and are counted by reconcile.
 	stored := int64(-1)
-	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok {
+	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
 		if n, err := r.storedMessages(ctx, sc); err == nil {
 			stored = n
 		}
@@ -463,6 +493,12 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		Traffic:         traffic(c.aggPub, c.aggLag, c.aggE2E, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
 	}
 	m := &r.res.Measured
+	if r.cfg.NoLatencyRecording && secs > 0 {
+		m.Sent, m.Acked = measureEnd.sent-c.measureStart.sent, measureEnd.acked-c.measureStart.acked
+		m.Consumed = measureEnd.consumed - c.measureStart.consumed
+		m.PublishRate, m.ConsumeRate = float64(m.Acked)/secs, float64(m.Consumed)/secs
+		m.PublishMBps, m.ConsumeMBps = m.PublishRate*float64(r.w.MessageSize)/1e6, m.ConsumeRate*float64(r.w.MessageSize)/1e6
+	}
 	for dst, h := range map[*string]*hdrhistogram.Histogram{
 		&r.res.Histograms.PublishLatency: c.aggPub, &r.res.Histograms.SendLag: c.aggLag, &r.res.Histograms.EndToEndLatency: c.aggE2E,
 	} {
@@ -493,7 +529,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
 	r.reconcile(cnt)
-	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok {
+	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
 		stored, err := r.storedMessages(context.Background(), sc)
 		if err != nil {
 			r.res.Warnings = append(r.res.Warnings, "count stored messages: "+err.Error())
@@ -577,4 +613,19 @@ func (r *run) storedMessages(ctx context.Context, sc driver.StoredCounter) (int6
 		stored += n
 	}
 	return stored, nil
+}
+
+// closeWhenConsumed closes done once the consumers have consumed n messages
+// in total, or when ctx ends.
+func (r *run) closeWhenConsumed(ctx context.Context, n int64, done chan<- struct{}) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for r.totals().consumed < n {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	close(done)
 }

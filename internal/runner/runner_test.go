@@ -171,3 +171,38 @@ func TestConsumersOnly(t *testing.T) {
 		t.Errorf("counts %+v, measured %.3f s", res.Counts, res.Measured.DurationSeconds)
 	}
 }
+
+// TestExistingTopicConsumeOnly fills a topic, then reads it with a
+// consumer-only run over the existing topic: the run ends when the message
+// limit is consumed, the topic is left in place, and the measured consume
+// rate covers exactly those messages.
+func TestExistingTopicConsumeOnly(t *testing.T) {
+	d := newKafka(t, workload.Property{Key: "acks", Value: "1"})
+	const topic, n = "existing-consume-only", 30_000
+	if err := d.CreateTopic(context.Background(), driver.TopicSpec{Name: topic, Partitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
+	fill := baseWorkload()
+	fill.Warmup, fill.MessageLimit, fill.SubscriptionsPerTopic = 0, n, 0
+	if _, err := Run(context.Background(), Config{Workload: fill, Driver: d, ExistingTopics: []string{topic}}); err != nil {
+		t.Fatal(err)
+	}
+	read := baseWorkload()
+	read.Warmup, read.MessageLimit, read.ProducersPerTopic, read.Duration = 0, n, 0, time.Minute
+	start := time.Now()
+	res, err := Run(context.Background(), Config{Workload: read, Driver: d, ExistingTopics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("consume-only run took %s; it should end at the message limit", el)
+	}
+	m := res.Measured
+	if res.Counts.Consumed != n || m.Consumed != n || m.ConsumeRate <= 0 {
+		t.Errorf("consumed %d (measured %d at %.0f msg/s), want %d", res.Counts.Consumed, m.Consumed, m.ConsumeRate, n)
+	}
+	if stored, err := d.(driver.StoredCounter).StoredMessages(context.Background(), topic); err != nil || stored != n {
+		t.Errorf("the existing topic holds %d messages (%v), want %d: it must not be deleted", stored, err, n)
+	}
+}

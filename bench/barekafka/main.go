@@ -1,0 +1,126 @@
+// Command barekafka is the ceiling for brokerbench's Kafka load generator: a
+// bare franz-go producer or consumer loop with no pacing, no header, no
+// measurement and no accounting. Its client settings are those brokerbench
+// derives from the Java client's defaults for the same workload (acks=1,
+// linger.ms=5, batch.size=16384, max.in.flight.requests.per.connection=5,
+// sticky uniform-bytes partitioning), so the difference between the two is
+// brokerbench's own cost.
+//
+//	barekafka produce -broker 127.0.0.1:9092 -topic t -records 8000000 -size 100
+//	barekafka consume -broker 127.0.0.1:9092 -topic t -records 8000000
+//
+// It prints one line: "records=N seconds=S rate=R" (S from the first send or
+// poll to the last acknowledgement or record, client start-up excluded).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "produce" && os.Args[1] != "consume") {
+		fmt.Fprintln(os.Stderr, "usage: barekafka produce|consume -broker ADDR -topic T -records N [-size BYTES]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	broker := fs.String("broker", "127.0.0.1:9092", "bootstrap address")
+	topic := fs.String("topic", "", "topic")
+	records := fs.Int64("records", 1_000_000, "records to produce or consume")
+	size := fs.Int("size", 100, "record value size in bytes (produce)")
+	_ = fs.Parse(os.Args[2:])
+	if *topic == "" || *records <= 0 {
+		fmt.Fprintln(os.Stderr, "barekafka: -topic and a positive -records are required")
+		os.Exit(2)
+	}
+	var secs float64
+	var err error
+	if os.Args[1] == "produce" {
+		secs, err = produce(*broker, *topic, *records, *size)
+	} else {
+		secs, err = consume(*broker, *topic, *records)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "barekafka:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("records=%d seconds=%.6f rate=%.1f\n", *records, secs, float64(*records)/secs)
+}
+
+func produce(broker, topic string, n int64, size int) (float64, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(broker),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+		kgo.MaxProduceRequestsInflightPerBroker(5),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(16384),
+		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(16384, true, true, nil)),
+		kgo.MaxBufferedRecords(65536),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	value := make([]byte, size)
+	_, _ = rand.Read(value)
+	var failed atomic.Int64
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	ctx := context.Background()
+	start := time.Now()
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, done)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, err
+	}
+	secs := time.Since(start).Seconds()
+	if f := failed.Load(); f > 0 {
+		return 0, fmt.Errorf("%d records failed", f)
+	}
+	return secs, nil
+}
+
+func consume(broker, topic string, n int64) (float64, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(broker),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumerGroup(fmt.Sprintf("barekafka-%d", time.Now().UnixNano())),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(1<<20),
+		kgo.FetchMaxBytes(50<<20),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var got int64
+	var start time.Time
+	for got < n {
+		fetches := cl.PollRecords(ctx, 500) // max.poll.records, as brokerbench polls
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("consumed %d of %d records: %w", got, n, err)
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		got += int64(fetches.NumRecords())
+	}
+	return time.Since(start).Seconds(), nil
+}

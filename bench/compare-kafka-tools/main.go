@@ -1,0 +1,430 @@
+// Command compare-kafka-tools measures brokerbench's Kafka load generator
+// side by side with Kafka's own perf tools (ProducerPerformance,
+// ConsumerPerformance) and with a bare franz-go loop (bench/barekafka, the
+// client library's ceiling), against one local broker it starts itself.
+//
+// For each message size it runs, alternating the order each repetition,
+// every producer tool on a fresh 6-partition topic (RF 1, acks=1, random
+// payloads, max rate, a fixed record count), then every consumer tool over
+// one pre-filled topic. It reports messages per second (by the tool's own
+// clock, and by wall time including process start-up), the client
+// process's CPU seconds (getrusage of that child only), messages per
+// CPU-second with and without start-up (start-up measured by a 1-record run
+// of each tool), and the ratios brokerbench/Kafka tool and brokerbench/bare
+// as min/median/max over the repetitions.
+//
+//	go run ./bench/compare-kafka-tools                 # 8M x 100 B, 800k x 1 KB, 3 repetitions
+//	go run ./bench/compare-kafka-tools -records 1000000 -reps 2 -sizes 100
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+type options struct {
+	records int64
+	sizes   []int
+	reps    int
+	port    int
+	out     string
+}
+
+func main() {
+	var o options
+	var sizes string
+	flag.Int64Var(&o.records, "records", 8_000_000, "records per run at 100 B; larger sizes send proportionally fewer (same bytes)")
+	flag.StringVar(&sizes, "sizes", "100,1024", "message sizes in bytes, comma-separated")
+	flag.IntVar(&o.reps, "reps", 3, "repetitions of each tool")
+	flag.IntVar(&o.port, "port", 39592, "port of the broker this command starts on 127.0.0.1")
+	flag.StringVar(&o.out, "out", "bench/results/compare-kafka-tools.json", "where to write every measurement as JSON")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 22 {
+			fatal(fmt.Errorf("-sizes: %q is not a size of at least 22 bytes", s))
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "compare-kafka-tools:", err)
+	os.Exit(1)
+}
+
+// measurement is one run of one tool.
+type measurement struct {
+	Tool    string  `json:"tool"`
+	Role    string  `json:"role"` // producer or consumer
+	Size    int     `json:"size"`
+	Records int64   `json:"records"`
+	Rep     int     `json:"rep"`
+	Rate    float64 `json:"rate"`       // msgs/s by the tool's own clock
+	Wall    float64 `json:"wall"`       // seconds, process start to exit
+	CPU     float64 `json:"cpu"`        // user+system seconds of the process
+	Startup float64 `json:"startupCpu"` // CPU seconds of a 1-record run
+}
+
+type env struct {
+	bin, addr, lib, dir string
+	admin               *kadm.Client
+}
+
+func run(ctx context.Context, o options) error {
+	dir, err := os.MkdirTemp("", "compare-kafka-tools-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building brokerbench and barekafka")
+	for _, b := range [][2]string{{"brokerbench", "./cmd/brokerbench"}, {"barekafka", "./bench/barekafka"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
+		}
+	}
+	k := local.NewKafka(o.port)
+	k.StateDir = filepath.Join(dir, "kafka")
+	k.HeapMB = 1024
+	k.Log = os.Stdout
+	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	st, err := k.Up(upCtx)
+	cancel()
+	if err != nil {
+		_ = k.Down()
+		return err
+	}
+	defer func() { _ = k.Down() }()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Address))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	e := &env{bin: dir, addr: st.Address, lib: k.LibDir(), dir: dir, admin: kadm.NewClient(cl)}
+
+	var all []measurement
+	for _, size := range o.sizes {
+		records := max(1000, o.records*100/int64(size))
+		ms, err := e.compare(ctx, o, size, records)
+		all = append(all, ms...)
+		if err != nil {
+			return err
+		}
+	}
+	if err := results.Write(o.out, all); err != nil {
+		return err
+	}
+	fmt.Printf("\nall measurements: %s\n", o.out)
+	return nil
+}
+
+// tool is one client under test: it runs for a topic and record count and
+// returns its own rate.
+type tool struct {
+	name string
+	cmd  func(topic string, records int64) []string
+	// rate extracts msgs/s by the tool's own clock from its output.
+	rate func(out string) (float64, error)
+}
+
+func (e *env) producers(size int) []tool {
+	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
+	bb := func(extra ...string) func(string, int64) []string {
+		return func(topic string, n int64) []string {
+			out := filepath.Join(e.dir, "bb.json")
+			return append([]string{filepath.Join(e.bin, "brokerbench"), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
+				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}, extra...)
+		}
+	}
+	return []tool{
+		{"kafka ProducerPerformance", func(topic string, n int64) []string {
+			return e.java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", strconv.FormatInt(n, 10),
+				"--record-size", strconv.Itoa(size), "--throughput", "-1", "--producer-props", "bootstrap.servers="+e.addr, "acks=1")
+		}, producerPerformanceRate},
+		{"brokerbench", bb(), e.brokerbenchRate("publish")},
+		{"brokerbench, recording off", bb("--no-latency-recording"), e.brokerbenchRate("publish")},
+		{"bare franz-go", func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
+		}, bareRate},
+	}
+}
+
+func (e *env) consumers(size int) []tool {
+	bbWorkload := e.workload("consumer", size, "producersPerTopic: 0\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n")
+	return []tool{
+		{"kafka ConsumerPerformance", func(topic string, n int64) []string {
+			return e.java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", e.addr, "--topic", topic,
+				"--messages", strconv.FormatInt(n, 10), "--group", fmt.Sprintf("cp-%d", time.Now().UnixNano()), "--timeout", "60000")
+		}, consumerPerformanceRate},
+		{"brokerbench", func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, "brokerbench"), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
+				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
+		}, e.brokerbenchRate("consume")},
+		{"bare franz-go", func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, "barekafka"), "consume", "-broker", e.addr, "-topic", topic, "-records", strconv.FormatInt(n, 10)}
+		}, bareRate},
+	}
+}
+
+// workload writes a brokerbench workload for one side of the comparison.
+func (e *env) workload(role string, size int, clients string) string {
+	path := filepath.Join(e.dir, fmt.Sprintf("%s-%d.yaml", role, size))
+	text := fmt.Sprintf("name: compare-%s-%d\ntopics: 1\npartitionsPerTopic: 6\nmessageSize: %d\n%srate: 0\nwarmup: 0s\nduration: 10m\n"+
+		"driver:\n  driver: kafka\n  producerConfig:\n    acks: \"1\"\n", role, size, size, clients)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fatal(err)
+	}
+	return path
+}
+
+func (e *env) java(class string, args ...string) []string {
+	return append([]string{"java", "-Xmx1g", "-cp", filepath.Join(e.lib, "*"), class}, args...)
+}
+
+func (e *env) compare(ctx context.Context, o options, size int, records int64) ([]measurement, error) {
+	var ms []measurement
+	prod := e.producers(size)
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, records, o.reps)
+	startup := map[string]float64{}
+	for _, t := range prod {
+		m, err := e.measure(ctx, t, "producer", size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
+		if err != nil {
+			return ms, err
+		}
+		startup["producer/"+t.name] = m.CPU
+	}
+	for rep := range o.reps {
+		for i := range prod {
+			t := prod[(i+rep)%len(prod)]
+			m, err := e.measure(ctx, t, "producer", size, records, rep, fmt.Sprintf("prod-%d-%d-%d", size, rep, i))
+			if err != nil {
+				return ms, err
+			}
+			m.Startup = startup["producer/"+t.name]
+			ms = append(ms, m)
+		}
+	}
+	// One topic, filled once by the bare producer, read by every consumer.
+	filled := fmt.Sprintf("prefilled-%d", size)
+	if _, err := e.measure(ctx, prod[len(prod)-1], "fill", size, records, 0, filled); err != nil {
+		return ms, err
+	}
+	cons := e.consumers(size)
+	for _, t := range cons {
+		m, err := e.measure(ctx, t, "consumer", size, 1, 0, filled)
+		if err != nil {
+			return ms, err
+		}
+		startup["consumer/"+t.name] = m.CPU
+	}
+	for rep := range o.reps {
+		for i := range cons {
+			t := cons[(i+rep)%len(cons)]
+			m, err := e.measure(ctx, t, "consumer", size, records, rep, filled)
+			if err != nil {
+				return ms, err
+			}
+			m.Startup = startup["consumer/"+t.name]
+			ms = append(ms, m)
+		}
+	}
+	_, _ = e.admin.DeleteTopics(ctx, filled)
+	report(ms, prod, cons)
+	return ms, nil
+}
+
+// measure runs t once. Producer and fill runs get a fresh topic, deleted
+// afterwards unless it is the fill; consumer runs read the given topic.
+func (e *env) measure(ctx context.Context, t tool, role string, size int, records int64, rep int, topic string) (measurement, error) {
+	if role != "consumer" {
+		if _, err := e.admin.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+			return measurement{}, fmt.Errorf("create topic %s: %w", topic, err)
+		}
+		if role == "producer" {
+			defer func() { _, _ = e.admin.DeleteTopics(context.Background(), topic) }()
+		}
+	}
+	argv := t.cmd(topic, records)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start).Seconds()
+	if err != nil {
+		return measurement{}, fmt.Errorf("%s %s: %w\n%s", t.name, role, err, tail(out.String()))
+	}
+	m := measurement{Tool: t.name, Role: role, Size: size, Records: records, Rep: rep, Wall: wall,
+		CPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	if records > 1 {
+		if m.Rate, err = t.rate(out.String()); err != nil {
+			return m, fmt.Errorf("%s %s: %w\n%s", t.name, role, err, tail(out.String()))
+		}
+		fmt.Printf("  %-8s %-28s rep %d: %10.0f msg/s, wall %6.2f s, cpu %6.2f s\n", role, t.name, rep, m.Rate, m.Wall, m.CPU)
+	}
+	return m, nil
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+}
+
+// producerPerformanceRate reads the summary line "N records sent, R
+// records/sec (...)".
+func producerPerformanceRate(out string) (float64, error) {
+	for _, line := range strings.Split(out, "\n") {
+		if i := strings.Index(line, " records/sec"); i > 0 && strings.Contains(line, "records sent") && strings.Contains(line, "avg latency") {
+			f := strings.Fields(line[:i])
+			return strconv.ParseFloat(f[len(f)-1], 64)
+		}
+	}
+	return 0, errors.New("no summary line in ProducerPerformance output")
+}
+
+// consumerPerformanceRate reads fetch.nMsg.sec (group join excluded) from
+// the CSV line that follows the header.
+func consumerPerformanceRate(out string) (float64, error) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	var header []string
+	for sc.Scan() {
+		cols := strings.Split(sc.Text(), ",")
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		if slices.Contains(cols, "fetch.nMsg.sec") {
+			header = cols
+			continue
+		}
+		if header != nil && len(cols) == len(header) {
+			return strconv.ParseFloat(cols[slices.Index(header, "fetch.nMsg.sec")], 64)
+		}
+	}
+	return 0, errors.New("no result line in ConsumerPerformance output")
+}
+
+func bareRate(out string) (float64, error) {
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "rate="); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, errors.New("no rate= in barekafka output")
+}
+
+// brokerbenchRate reads the measured publish or consume rate from the
+// results file the run wrote.
+func (e *env) brokerbenchRate(which string) func(string) (float64, error) {
+	return func(string) (float64, error) {
+		r, err := results.Read(filepath.Join(e.dir, "bb.json"))
+		if err != nil {
+			return 0, err
+		}
+		if which == "publish" {
+			return r.Measured.PublishRate, nil
+		}
+		return r.Measured.ConsumeRate, nil
+	}
+}
+
+type spread struct{ min, med, max float64 }
+
+func spreadOf(v []float64) spread {
+	if len(v) == 0 {
+		return spread{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return spread{s[0], med, s[len(s)-1]}
+}
+
+func (s spread) String() string { return fmt.Sprintf("%10.0f %10.0f %10.0f", s.min, s.med, s.max) }
+
+func (s spread) ratio() string { return fmt.Sprintf("%.2f (%.2f-%.2f)", s.med, s.min, s.max) }
+
+func report(ms []measurement, prod, cons []tool) {
+	for _, side := range []struct {
+		role  string
+		tools []tool
+	}{{"producer", prod}, {"consumer", cons}} {
+		by := map[string][]measurement{}
+		for _, m := range ms {
+			if m.Role == side.role {
+				by[m.Tool] = append(by[m.Tool], m)
+			}
+		}
+		fmt.Printf("\n%s: min / median / max over repetitions\n", side.role)
+		fmt.Printf("  %-28s %32s %32s %32s %32s\n", "tool", "msgs/s (tool's clock)", "msgs/s (wall, with start-up)", "msgs/CPU-s (with start-up)", "msgs/CPU-s (start-up excluded)")
+		metric := func(m measurement, which int) float64 {
+			switch which {
+			case 0:
+				return m.Rate
+			case 1:
+				return float64(m.Records) / m.Wall
+			case 2:
+				return float64(m.Records) / m.CPU
+			default:
+				return float64(m.Records) / max(m.CPU-m.Startup, 1e-3)
+			}
+		}
+		for _, t := range side.tools {
+			fmt.Printf("  %-28s", t.name)
+			for which := range 4 {
+				var v []float64
+				for _, m := range by[t.name] {
+					v = append(v, metric(m, which))
+				}
+				fmt.Printf(" %s", spreadOf(v))
+			}
+			fmt.Println()
+		}
+		// Ratios pair the repetitions: brokerbench's rep i against the
+		// peer's rep i.
+		ratio := func(a, b string, which int) spread {
+			var v []float64
+			for i := range min(len(by[a]), len(by[b])) {
+				v = append(v, metric(by[a][i], which)/metric(by[b][i], which))
+			}
+			return spreadOf(v)
+		}
+		fmt.Println("  ratios, median (min-max):")
+		peers := []string{side.tools[0].name, "bare franz-go"}
+		for _, peer := range peers {
+			fmt.Printf("    brokerbench / %-26s msgs/s %s, msgs/CPU-s %s, msgs/CPU-s start-up excluded %s\n",
+				peer, ratio("brokerbench", peer, 0).ratio(), ratio("brokerbench", peer, 2).ratio(), ratio("brokerbench", peer, 3).ratio())
+		}
+		if side.role == "producer" {
+			fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0).ratio())
+		}
+	}
+}
