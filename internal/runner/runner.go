@@ -172,7 +172,8 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	var groups []group
 	for ti, t := range r.topics {
 		for s := range w.SubscriptionsPerTopic {
-			g := group{topic: t, sub: fmt.Sprintf("%s-sub-%03d", t, s)}
+			// Subscription names are unique per run, also on existing topics.
+			g := group{topic: t, sub: fmt.Sprintf("bb-%s-%03d-sub-%03d", r.res.ID, ti, s)}
 			rec := accounting.NewSubscription(w.Producers())
 			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
@@ -615,12 +616,12 @@ func (r *run) storedMessages(ctx context.Context, sc driver.StoredCounter) (int6
 	return stored, nil
 }
 
-// closeWhenConsumed closes done once the consumers have consumed n messages
-// in total, or when ctx ends.
+// closeWhenConsumed closes done once the consumers have received n messages
+// in total (foreign ones included), or when ctx ends.
 func (r *run) closeWhenConsumed(ctx context.Context, n int64, done chan<- struct{}) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for r.totals().consumed < n {
+	for t := r.totals(); t.consumed+t.foreign < n; t = r.totals() {
 		select {
 		case <-ctx.Done():
 			return
