@@ -39,21 +39,29 @@ type SeqSet struct {
 	full    []uint64 // bit b set: block b holds all its numbers
 	partial map[uint64]*block
 	len     uint64
+	// cur caches the partial block curIdx, the last one added to: numbers
+	// mostly arrive in runs, so most Adds skip the map.
+	cur    *block
+	curIdx uint64
 }
 
 // Add inserts seq and reports whether it was already present.
 func (s *SeqSet) Add(seq uint64) (present bool) {
 	b, bit := seq/blockBits, seq%blockBits
-	if s.isFull(b) {
-		return true
-	}
-	if s.partial == nil {
-		s.partial = map[uint64]*block{}
-	}
-	blk := s.partial[b]
-	if blk == nil {
-		blk = &block{}
-		s.partial[b] = blk
+	blk := s.cur
+	if blk == nil || s.curIdx != b {
+		if s.isFull(b) {
+			return true
+		}
+		if s.partial == nil {
+			s.partial = map[uint64]*block{}
+		}
+		blk = s.partial[b]
+		if blk == nil {
+			blk = &block{}
+			s.partial[b] = blk
+		}
+		s.cur, s.curIdx = blk, b
 	}
 	w, mask := bit/64, uint64(1)<<(bit%64)
 	if blk.words[w]&mask != 0 {
@@ -65,6 +73,7 @@ func (s *SeqSet) Add(seq uint64) (present bool) {
 	if blk.count == blockBits {
 		delete(s.partial, b)
 		s.setFull(b)
+		s.cur = nil
 	}
 	return false
 }
@@ -78,6 +87,7 @@ func (s *SeqSet) Contains(seq uint64) bool {
 
 // CopyInto makes dst an independent copy of s.
 func (s *SeqSet) CopyInto(dst *SeqSet) {
+	dst.cur = nil
 	dst.full = append(dst.full[:0], s.full...)
 	dst.len = s.len
 	dst.partial = make(map[uint64]*block, len(s.partial))

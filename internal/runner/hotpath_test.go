@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/accounting"
@@ -33,8 +34,12 @@ func BenchmarkProducerAck(b *testing.B) {
 	w.record = true
 	b.ReportAllocs()
 	for range b.N {
-		slot := <-w.free
-		w.intent[slot] = clock.Now()
+		if len(w.stock) == 0 {
+			w.stock, _ = w.free.take(context.Background(), w.stock)
+		}
+		slot := w.stock[len(w.stock)-1]
+		w.stock = w.stock[:len(w.stock)-1]
+		w.state[slot].intent = clock.Now()
 		w.onAck(&w.slots[slot], nil)
 	}
 }

@@ -17,7 +17,14 @@ import (
 // producerStats are one producer's counters and histograms. Counters are
 // read by the collector while the producer runs.
 type producerStats struct {
-	sent, acked, failed     atomic.Int64
+	// sent is written by the producer goroutine, acked and failed by the
+	// client's callbacks on another core: the padding keeps them on
+	// separate cache lines.
+	sent          atomic.Int64
+	_             [56]byte
+	acked, failed atomic.Int64
+	_             [48]byte
+
 	publishLatency, sendLag *metrics.Histogram
 	failMu                  sync.Mutex
 	failedByKind            map[string]int64
@@ -39,31 +46,37 @@ type producerWorker struct {
 	keys   *payload.Keys
 	stats  *producerStats
 	slots  []driver.Message
-	intent []int64  // intended send time per slot
-	seqOf  []uint64 // sequence number per slot
-	busy   []atomic.Bool
-	free   chan int
-	record bool // record latencies (see Config.NoLatencyRecording)
+	state  []slotState // per slot, beside each other for the cache
+	free   *slotPool
+	stock  []int // free slots taken from free, used before taking more
+	record bool  // record latencies (see Config.NoLatencyRecording)
 	prod   driver.Producer
 }
 
 func newProducerWorker(id uint32, p pacer.Pacer, limit int64, keys *payload.Keys, pool [][]byte, inFlight int) *producerWorker {
 	w := &producerWorker{
 		id: id, pacer: p, limit: limit, keys: keys, stats: newProducerStats(),
-		slots: make([]driver.Message, inFlight), intent: make([]int64, inFlight),
-		seqOf: make([]uint64, inFlight), busy: make([]atomic.Bool, inFlight), free: make(chan int, inFlight),
+		slots: make([]driver.Message, inFlight), state: make([]slotState, inFlight), free: newSlotPool(inFlight),
+		stock: make([]int, 0, inFlight),
 	}
 	for i := range w.slots {
 		src := pool[(int(id)+i)%len(pool)]
 		w.slots[i] = driver.Message{Value: append([]byte(nil), src...), Slot: i}
-		w.free <- i
 	}
 	return w
 }
 
+// slotState is what the producer knows of the message in one slot.
+type slotState struct {
+	intent int64  // intended send time
+	seq    uint64 // sequence number
+	busy   atomic.Bool
+}
+
 // onAck is the producer's driver.AckFunc.
 func (w *producerWorker) onAck(m *driver.Message, err error) {
-	lat := clock.Now() - w.intent[m.Slot]
+	st := &w.state[m.Slot]
+	lat := clock.Now() - st.intent
 	if err == nil {
 		w.stats.acked.Add(1)
 		if w.record {
@@ -74,11 +87,11 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 		kind := driver.ErrorKind(err)
 		w.stats.failMu.Lock()
 		w.stats.failedByKind[kind]++
-		w.stats.failedSeqs.Add(w.seqOf[m.Slot])
+		w.stats.failedSeqs.Add(st.seq)
 		w.stats.failMu.Unlock()
 	}
-	w.busy[m.Slot].Store(false)
-	w.free <- m.Slot
+	st.busy.Store(false)
+	w.free.put(m.Slot)
 }
 
 // run sends until ctx ends or the limit is reached. start is the schedule's
@@ -106,12 +119,14 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 				}
 			}
 		}
-		var slot int
-		select {
-		case slot = <-w.free:
-		case <-ctx.Done():
-			return
+		if len(w.stock) == 0 {
+			var ok bool
+			if w.stock, ok = w.free.take(ctx, w.stock); !ok {
+				return
+			}
 		}
+		slot := w.stock[len(w.stock)-1]
+		w.stock = w.stock[:len(w.stock)-1]
 		now := clock.Now()
 		if intended < 0 {
 			intended = now
@@ -120,9 +135,9 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 			w.stats.sendLag.RecordNanos(now - intended)
 		}
 		m := &w.slots[slot]
-		w.intent[slot] = intended
-		w.seqOf[slot] = seq
-		w.busy[slot].Store(true)
+		st := &w.state[slot]
+		st.intent, st.seq = intended, seq
+		st.busy.Store(true)
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
 		w.stats.sent.Add(1)
@@ -137,9 +152,9 @@ func (w *producerWorker) outcome() accounting.Outcome {
 	w.stats.failMu.Lock()
 	w.stats.failedSeqs.CopyInto(o.Failed)
 	w.stats.failMu.Unlock()
-	for slot := range w.busy {
-		if w.busy[slot].Load() {
-			o.Pending.Add(w.seqOf[slot])
+	for slot := range w.state {
+		if st := &w.state[slot]; st.busy.Load() {
+			o.Pending.Add(st.seq)
 		}
 	}
 	return o

@@ -1,0 +1,62 @@
+package runner
+
+import (
+	"context"
+	"sync"
+)
+
+// slotPool is the free list of one producer's message slots. Acknowledgement
+// callbacks return slots one at a time; the producer takes every returned
+// slot at once when it runs out, so the two sides meet once per batch rather
+// than once per message (a channel per message cost a lock handover and
+// often a goroutine wake-up on each side).
+type slotPool struct {
+	mu      sync.Mutex
+	freed   []int // returned since the producer last took them
+	waiting bool  // the producer is blocked in take
+	wake    chan struct{}
+}
+
+func newSlotPool(n int) *slotPool {
+	p := &slotPool{freed: make([]int, n, n), wake: make(chan struct{}, 1)}
+	for i := range p.freed {
+		p.freed[i] = i
+	}
+	return p
+}
+
+// put returns a slot. It never blocks.
+func (p *slotPool) put(slot int) {
+	p.mu.Lock()
+	p.freed = append(p.freed, slot)
+	wake := p.waiting
+	p.waiting = false
+	p.mu.Unlock()
+	if wake {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take returns every slot returned since the last take, reusing stock's
+// storage (stock must be empty), waiting until there is at least one. It
+// returns false if ctx ends first.
+func (p *slotPool) take(ctx context.Context, stock []int) ([]int, bool) {
+	for {
+		p.mu.Lock()
+		if len(p.freed) > 0 {
+			stock, p.freed = p.freed, stock[:0]
+			p.mu.Unlock()
+			return stock, true
+		}
+		p.waiting = true
+		p.mu.Unlock()
+		select {
+		case <-p.wake:
+		case <-ctx.Done():
+			return stock, false
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSlotPool cycles every slot many times between a taker and a
+// concurrent returner: no slot may be handed out twice while in use, and
+// none may be lost.
+func TestSlotPool(t *testing.T) {
+	const n, rounds = 64, 20000
+	p := newSlotPool(n)
+	inUse := make([]atomic.Bool, n)
+	returns := make(chan int, n)
+	go func() {
+		for s := range returns {
+			inUse[s].Store(false)
+			p.put(s)
+		}
+	}()
+	var stock []int
+	for range rounds {
+		if len(stock) == 0 {
+			var ok bool
+			if stock, ok = p.take(context.Background(), stock); !ok {
+				t.Fatal("take failed without cancellation")
+			}
+		}
+		s := stock[len(stock)-1]
+		stock = stock[:len(stock)-1]
+		if !inUse[s].CompareAndSwap(false, true) {
+			t.Fatalf("slot %d handed out while in use", s)
+		}
+		returns <- s
+	}
+	close(returns)
+	// All n slots come back.
+	deadline := time.Now().Add(5 * time.Second)
+	total := len(stock)
+	for total < n && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		var got []int
+		got, _ = p.take(ctx, nil)
+		cancel()
+		total += len(got)
+	}
+	if total != n {
+		t.Fatalf("%d of %d slots came back", total, n)
+	}
+}
+
+func TestSlotPoolTakeWaitsAndCancels(t *testing.T) {
+	p := newSlotPool(1)
+	stock, _ := p.take(context.Background(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, ok := p.take(ctx, stock[:0]); ok {
+		t.Fatal("take returned a slot from an empty pool")
+	}
+	go func() { time.Sleep(20 * time.Millisecond); p.put(stock[0]) }()
+	got, ok := p.take(context.Background(), nil)
+	if !ok || len(got) != 1 || got[0] != 0 {
+		t.Fatalf("take after put = %v, %v", got, ok)
+	}
+}
