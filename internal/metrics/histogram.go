@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -28,23 +29,30 @@ func NewHDR() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, HighestMicros, SignificantDigits)
 }
 
-// Histogram is a latency histogram written by one goroutine and drained by a
-// collector. Record and DrainInto are safe for concurrent use with each other;
-// the lock is uncontended except during a drain.
+// Histogram is a latency histogram written by one writer at a time (one
+// goroutine, or callbacks that never run concurrently) and drained by a
+// collector. Recording takes no lock: it marks itself in progress with an
+// atomic sequence number around the write, and a drain swaps in a spare
+// histogram and waits only for a write in progress on the old one.
 type Histogram struct {
-	mu      sync.Mutex
-	h       *hdrhistogram.Histogram
+	seq     atomic.Uint64 // odd while a value is being recorded
+	active  atomic.Pointer[hdrhistogram.Histogram]
+	drainMu sync.Mutex
+	spare   *hdrhistogram.Histogram // guarded by drainMu
 	clamped atomic.Int64
 }
 
 // NewHistogram returns an empty Histogram.
 func NewHistogram() *Histogram {
-	return &Histogram{h: NewHDR()}
+	h := &Histogram{spare: NewHDR()}
+	h.active.Store(NewHDR())
+	return h
 }
 
 // RecordNanos records a latency given in nanoseconds. Negative values are
 // recorded as 0; values above HighestMicros are recorded as HighestMicros and
-// counted in Clamped. It does not allocate.
+// counted in Clamped. It does not allocate and must not be called
+// concurrently with itself.
 func (h *Histogram) RecordNanos(ns int64) {
 	us := ns / 1000
 	if us < 0 {
@@ -54,18 +62,28 @@ func (h *Histogram) RecordNanos(ns int64) {
 		us = HighestMicros
 		h.clamped.Add(1)
 	}
-	h.mu.Lock()
-	_ = h.h.RecordValue(us) // cannot fail: us is within range
-	h.mu.Unlock()
+	h.seq.Add(1)
+	_ = h.active.Load().RecordValue(us) // cannot fail: us is within range
+	h.seq.Add(1)
 }
 
 // DrainInto adds everything recorded since the last drain to dst and resets
-// the Histogram.
+// the Histogram. It is safe to call concurrently with RecordNanos.
 func (h *Histogram) DrainInto(dst *hdrhistogram.Histogram) {
-	h.mu.Lock()
-	dst.Merge(h.h)
-	h.h.Reset()
-	h.mu.Unlock()
+	h.drainMu.Lock()
+	defer h.drainMu.Unlock()
+	old := h.active.Swap(h.spare)
+	// A writer that loaded old before the swap may still be writing to it:
+	// wait until its sequence number moves on. Writers that start after the
+	// swap see the new histogram.
+	if s := h.seq.Load(); s&1 == 1 {
+		for h.seq.Load() == s {
+			runtime.Gosched()
+		}
+	}
+	dst.Merge(old)
+	old.Reset()
+	h.spare = old
 }
 
 // Clamped returns how many recorded values exceeded HighestMicros.
