@@ -15,11 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
-	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -150,41 +148,12 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if dc == nil {
 		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
 	}
-	var endpoints []string
-	for _, b := range strings.Split(f.broker, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			endpoints = append(endpoints, b)
-		}
-	}
 	ctx := cmd.Context()
-	if len(endpoints) == 0 && dc.Name == "kafka" {
-		if _, ok := dc.Common.Get("bootstrap.servers"); !ok {
-			k := f.local.kafka(io)
-			st, err := k.Up(ctx)
-			if err != nil {
-				return withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w", err))
-			}
-			fmt.Fprintf(io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
-			endpoints = []string{st.Address}
-		}
-	}
-	drv, err := driver.New(dc, driver.Options{Endpoints: endpoints})
+	drv, env, err := newTarget(io, f.broker, f.local).connect(ctx, dc)
 	if err != nil {
-		if errors.Is(err, driver.ErrUnknownDriver) {
-			return withCode(ExitInvalidInput, err)
-		}
 		return err
 	}
 	defer drv.Close()
-
-	env := sysinfo.Collect()
-	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	env.BrokerVersion, err = drv.BrokerVersion(vctx)
-	cancel()
-	if err != nil {
-		return withCode(ExitRunFailed, err)
-	}
-	env.BrokerEndpoint = strings.Join(endpoints, ",")
 
 	// Ctrl-C or SIGTERM stops the run; what was measured is still written.
 	runCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -227,11 +196,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if res == nil {
 		return withCode(ExitRunFailed, runErr)
 	}
-	res.Environment = env
-	res.Driver = results.Driver{Name: dc.Name, Source: dc.Source, Format: dc.Format, ReplicationFactor: dc.ReplicationFactor, Effective: drv.EffectiveConfig()}
-	if w.ReplicationFactor > 0 {
-		res.Driver.ReplicationFactor = w.ReplicationFactor
-	}
+	describe(res, env, dc, drv, w)
 	out := f.out
 	if out == "" {
 		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", safeName(w.Name), res.ID))

@@ -42,6 +42,8 @@ type Run struct {
 	Counts Counts `json:"counts"`
 	// Target states whether a fixed-rate run held its rate.
 	Target *Target `json:"target,omitempty"`
+	// Study places the run in a study; nil for a single run.
+	Study *StudyRun `json:"study,omitempty"`
 	// Backlog is set for a backlog test.
 	Backlog *BacklogTest `json:"backlog,omitempty"`
 	// MaxRate is set when the run is the result of a max sustainable rate
@@ -175,6 +177,27 @@ type SubscriptionCounts struct {
 	Unexpected      int64 `json:"unexpected"`
 }
 
+// StudyRun places a run in a study.
+type StudyRun struct {
+	Name      string  `json:"name"`
+	Key       string  `json:"key"`
+	Workload  string  `json:"workload"`
+	Setup     string  `json:"setup"`
+	Brokers   int     `json:"brokers"`
+	Params    []Param `json:"params,omitempty"`
+	Iteration int     `json:"iteration"`
+	// PricePerHour is the cost of the system under test per hour (price
+	// per node-hour x nodes), when the study gives a price.
+	PricePerHour float64 `json:"pricePerHour,omitempty"`
+	Currency     string  `json:"currency,omitempty"`
+}
+
+// Param is one swept parameter's value in a run.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
 // BacklogTest is the outcome of a backlog test: the consumers were paused
 // until each subscription's backlog reached the target, then resumed until
 // it drained.
@@ -257,6 +280,18 @@ func Write(path string, v any) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return os.Rename(tmp, path)
+}
+
+// ReadJSON decodes the JSON file at path into v.
+func ReadJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // Read loads a results file.

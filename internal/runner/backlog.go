@@ -21,7 +21,7 @@ func (r *run) backlogMode() bool { return r.w.ConsumerBacklogSizeGB > 0 }
 func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted bool) {
 	w := r.w
 	subs := int64(len(r.subs))
-	target := int64(math.Ceil(w.ConsumerBacklogSizeGB * (1 << 30) / float64(w.MessageSize)))
+	target := int64(math.Round(w.ConsumerBacklogSizeGB * (1 << 30) / float64(w.MessageSize)))
 	ratio := w.BacklogDrainRatio
 	if ratio <= 0 || ratio > 1 {
 		ratio = 1

@@ -300,7 +300,7 @@ func TestBacklogBuildAndDrain(t *testing.T) {
 		t.Fatal("no backlog section in the results")
 	}
 	t.Logf("backlog %+v; e2e max %.1f ms; accounting lost %d dup %d", *b, res.Measured.EndToEndLatency.Max, c.Lost, c.Duplicated)
-	wantMsgs := int64(math.Ceil(5e6 / size))
+	wantMsgs := int64(math.Round(5e6 / size))
 	if !b.Built || !b.Drained || b.TargetMessages != wantMsgs || b.PeakMessages < wantMsgs {
 		t.Errorf("backlog %+v: want built to %d and drained", *b, wantMsgs)
 	}

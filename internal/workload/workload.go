@@ -179,6 +179,8 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 		"warmup":                   durationField(&w.Warmup, 0),
 		"duration":                 durationField(&w.Duration, time.Second),
 		"seed":                     intField(&seed, 0, 1<<31-1),
+		"consumerBacklogSizeGB":    floatField(&w.ConsumerBacklogSizeGB, 0, 1e6),
+		"backlogDrainRatio":        floatField(&w.BacklogDrainRatio, 0, 1),
 		"driver": func(d *decoder, key string, v *yaml.Node) {
 			w.Driver = d.driverConfig(v, false)
 		},

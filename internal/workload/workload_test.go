@@ -264,3 +264,27 @@ func FuzzParseProperties(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseStudy(f *testing.F) {
+	// Small seeds: the engine minimises every input that finds new
+	// coverage, which takes long on multi-kilobyte files.
+	f.Add([]byte("name: s\niterations: 2\nworkloads:\n  - {name: a, messageSize: 128}\n  - w.yaml\nsetups:\n  - {name: x, brokers: 3, only: [a], sweep: {messageSize: [1024, 2048]}}\nprice: {perNodeHour: 0.5}\ncolumns: [setup]\n"))
+	f.Add([]byte("name: s\nworkload: {name: a}\nsweep: {producer.acks: [\"1\", all]}\nquick: {set: {messageSize: [100]}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseStudy("s.yaml", data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		if s.Name == "" || len(s.Workloads) == 0 || len(s.Setups) == 0 || s.Iterations < 1 {
+			t.Fatalf("accepted an incomplete study: %+v", s)
+		}
+		for _, p := range append(s.Sweep, s.Quick.Set...) {
+			if len(p.Values) == 0 {
+				t.Fatalf("sweep %s has no values", p.Name)
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/runner"
+	"github.com/brokerbench/brokerbench/internal/study"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+type studyFlags struct {
+	list     bool
+	scale    string
+	out      string
+	broker   string
+	progress bool
+	local    localFlags
+}
+
+func newStudyCmd(io IO) *cobra.Command {
+	var f studyFlags
+	cmd := &cobra.Command{
+		Use:   "study STUDY.yaml",
+		Short: "Run every run of a study (workloads x setups x sweep x iterations) into one results directory",
+		Long: `study expands a study file into its runs and makes them one after another,
+writing each run's results to OUT/runs/KEY.json and the study's index to
+OUT/study.json. Run it again with the same --out to resume: finished runs
+are kept, partial and missing ones are made. Setups that need a capability
+brokerbench does not have yet (multi-broker clusters, fault injection) are
+listed as skipped with the reason.
+
+--scale quick shrinks every run (the study's quick: section, default 1 s
+warmup and 5 s measurement) so a whole study takes minutes; --scale full
+keeps the published durations. See docs/studies.md.
+
+Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
+4 interrupted (resume with the same command).`,
+		Example: `  brokerbench study studies/ibm-event-streams.yaml --scale quick
+  brokerbench study studies/aiven-kafka-cpus.yaml --scale full --out results/aiven-full
+  brokerbench study my-study.yaml --broker 127.0.0.1:9092 --out results/my-study`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("study takes exactly one study file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := runStudy(cmd.Context(), io, args[0], &f)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.list, "list", false, "print the planned runs (and which are skipped, and why) without running them")
+	fl.StringVar(&f.scale, "scale", "quick", "quick (minutes) or full (the published durations)")
+	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
+	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
+	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval")
+	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
+	f.local.heapMB = 1024
+	return cmd
+}
+
+// runStudy executes the study and returns its directory.
+func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, error) {
+	scale, err := study.ParseScale(f.scale)
+	if err != nil {
+		return "", usageError{err}
+	}
+	s, err := workload.LoadStudy(path)
+	if err != nil {
+		return "", err
+	}
+	runs, err := study.Plan(s, scale)
+	if err != nil {
+		return "", err
+	}
+	if f.list {
+		for i, r := range runs {
+			state := fmt.Sprintf("%s warmup + %s", r.Workload.Warmup, r.Workload.Duration)
+			if r.Skip != "" {
+				state = "SKIP: " + r.Skip
+			}
+			fmt.Fprintf(io.Out, "%3d  %-50s %s\n", i+1, r.Key, state)
+		}
+		return "", nil
+	}
+	dir := f.out
+	if dir == "" {
+		dir = filepath.Join("results", safeName(s.Name)+"-"+string(scale))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tgt := newTarget(io, f.broker, f.local)
+	exec := func(ctx context.Context, r study.Run) (*results.Run, error) {
+		drv, env, err := tgt.connect(ctx, r.Driver)
+		if err != nil {
+			return nil, err
+		}
+		defer drv.Close()
+		cfg := runner.Config{Workload: r.Workload, Driver: drv}
+		if f.progress {
+			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
+		}
+		res, err := runner.Run(ctx, cfg)
+		if res != nil {
+			describe(res, env, r.Driver, drv, r.Workload)
+			fmt.Fprintf(io.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
+				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
+		}
+		return res, err
+	}
+	start := time.Now()
+	fmt.Fprintf(io.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
+	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: io.Err})
+	if idx == nil {
+		return dir, withCode(ExitRunFailed, err)
+	}
+	counts := map[string]int{}
+	for _, e := range idx.Runs {
+		counts[e.Status]++
+	}
+	fmt.Fprintf(io.Out, "study %s: %d done, %d skipped, %d failed, %d partial of %d runs in %s; results in %s\n",
+		s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(runs),
+		time.Since(start).Round(time.Second), dir)
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return dir, withCode(ExitInterrupted, fmt.Errorf("%w; run the same command again to resume", err))
+	case err != nil:
+		return dir, withCode(ExitRunFailed, err)
+	case counts[study.Failed] > 0 || counts[study.Partial] > 0:
+		return dir, withCode(ExitRunFailed, fmt.Errorf("%d runs failed and %d are partial; see %s", counts[study.Failed], counts[study.Partial], filepath.Join(dir, "study.json")))
+	}
+	return dir, nil
+}

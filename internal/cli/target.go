@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/sysinfo"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// target is where runs go: the broker addresses given with --broker, the
+// driver config's own bootstrap servers, or else the local Kafka broker,
+// started on first use and left running.
+type target struct {
+	io        IO
+	endpoints []string
+	local     localFlags
+	localAddr string
+}
+
+func newTarget(io IO, broker string, local localFlags) *target {
+	t := &target{io: io, local: local}
+	for _, b := range strings.Split(broker, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			t.endpoints = append(t.endpoints, b)
+		}
+	}
+	return t
+}
+
+// endpointsFor returns the endpoints a driver for dc should use; nil lets
+// the driver use its config's own.
+func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([]string, error) {
+	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+		return t.endpoints, nil
+	}
+	if _, ok := dc.Common.Get("bootstrap.servers"); ok {
+		return nil, nil
+	}
+	if t.localAddr == "" {
+		st, err := t.local.kafka(t.io).Up(ctx)
+		if err != nil {
+			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w", err))
+		}
+		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
+		t.localAddr = st.Address
+	}
+	return []string{t.localAddr}, nil
+}
+
+// connect creates the driver for dc on the target and records the
+// environment, broker version included.
+func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver.Driver, results.Environment, error) {
+	env := sysinfo.Collect()
+	endpoints, err := t.endpointsFor(ctx, dc)
+	if err != nil {
+		return nil, env, err
+	}
+	drv, err := driver.New(dc, driver.Options{Endpoints: endpoints})
+	if err != nil {
+		if errors.Is(err, driver.ErrUnknownDriver) {
+			return nil, env, withCode(ExitInvalidInput, err)
+		}
+		return nil, env, err
+	}
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	env.BrokerVersion, err = drv.BrokerVersion(vctx)
+	cancel()
+	if err != nil {
+		drv.Close()
+		return nil, env, withCode(ExitRunFailed, err)
+	}
+	env.BrokerEndpoint = strings.Join(endpoints, ",")
+	return drv, env, nil
+}
+
+// describe records where and how res was measured.
+func describe(res *results.Run, env results.Environment, dc *workload.DriverConfig, drv driver.Driver, w *workload.Workload) {
+	res.Environment = env
+	res.Driver = results.Driver{Name: dc.Name, Source: dc.Source, Format: dc.Format, ReplicationFactor: dc.ReplicationFactor, Effective: drv.EffectiveConfig()}
+	if w.ReplicationFactor > 0 {
+		res.Driver.ReplicationFactor = w.ReplicationFactor
+	}
+}

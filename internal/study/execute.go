@@ -1,0 +1,154 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// IndexSchema identifies the study index format.
+const IndexSchema = "brokerbench/study/v1"
+
+// Index is a study's results directory: study.json beside runs/KEY.json.
+type Index struct {
+	Schema    string    `json:"schema"`
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	Scale     Scale     `json:"scale"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Columns are the study's report columns.
+	Columns []string `json:"columns,omitempty"`
+	Runs    []Entry  `json:"runs"`
+}
+
+// Entry is one run's state.
+type Entry struct {
+	Key       string          `json:"key"`
+	Workload  string          `json:"workload"`
+	Setup     string          `json:"setup"`
+	Params    []results.Param `json:"params,omitempty"`
+	Iteration int             `json:"iteration"`
+	// Status is done, partial, failed or skipped.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// File is the results file relative to the study directory.
+	File string `json:"file,omitempty"`
+}
+
+// Run statuses.
+const (
+	Done    = "done"
+	Partial = "partial"
+	Failed  = "failed"
+	Skipped = "skipped"
+)
+
+// Executor makes one run and returns its results (also partial ones, with
+// an error).
+type Executor func(ctx context.Context, r Run) (*results.Run, error)
+
+// Options configure Execute.
+type Options struct {
+	// Dir is the study's results directory.
+	Dir   string
+	Scale Scale
+	Exec  Executor
+	// Log receives a line per run; nil discards.
+	Log io.Writer
+}
+
+// Execute makes every run not already finished in opts.Dir, writing each
+// run's results and the index as it goes, so an interrupted study resumes
+// where it stopped. A failed run is recorded and the study goes on; when
+// ctx ends, Execute records what it has and returns ctx's error.
+func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (*Index, error) {
+	logf := func(f string, a ...any) {
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, f+"\n", a...)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	idx := &Index{Schema: IndexSchema, Name: s.Name, Source: s.Source, Scale: opts.Scale, Columns: s.Columns}
+	save := func() error {
+		idx.UpdatedAt = time.Now().UTC()
+		return results.Write(filepath.Join(opts.Dir, "study.json"), idx)
+	}
+	for i, r := range runs {
+		if ctx.Err() != nil {
+			return idx, fmt.Errorf("study interrupted after %d of %d runs: %w", i, len(runs), context.Cause(ctx))
+		}
+		e := Entry{Key: r.Key, Workload: r.Workload.Name, Setup: r.Setup.Name, Params: r.Params, Iteration: r.Iteration}
+		rel := filepath.Join("runs", r.Key+".json")
+		path := filepath.Join(opts.Dir, rel)
+		prefix := fmt.Sprintf("[%d/%d] %s:", i+1, len(runs), r.Key)
+		switch prev, err := results.Read(path); {
+		case r.Skip != "":
+			e.Status, e.Reason = Skipped, r.Skip
+			logf("%s skipped: %s", prefix, r.Skip)
+		case err == nil && !prev.Partial:
+			e.Status, e.File = Done, rel
+			logf("%s done in an earlier session, kept", prefix)
+		default:
+			logf("%s running (%s warmup, %s)", prefix, r.Workload.Warmup, r.Workload.Duration)
+			res, runErr := opts.Exec(ctx, r)
+			if res != nil {
+				res.Study = studyRun(s, r)
+				if err := results.Write(path, res); err != nil {
+					return idx, err
+				}
+				e.File = rel
+			}
+			switch {
+			case res != nil && res.Partial:
+				e.Status, e.Reason = Partial, res.PartialReason
+			case res == nil:
+				e.Status, e.Reason = Failed, fmt.Sprint(runErr)
+			default:
+				e.Status = Done
+				if runErr != nil {
+					e.Reason = runErr.Error()
+				}
+			}
+			logf("%s %s %s", prefix, e.Status, e.Reason)
+		}
+		idx.Runs = append(idx.Runs, e)
+		if err := save(); err != nil {
+			return idx, err
+		}
+	}
+	return idx, save()
+}
+
+func studyRun(s *workload.Study, r Run) *results.StudyRun {
+	sr := &results.StudyRun{Name: s.Name, Key: r.Key, Workload: r.Workload.Name, Setup: r.Setup.Name,
+		Brokers: r.Setup.Brokers, Params: r.Params, Iteration: r.Iteration}
+	if p := s.Price; p != nil {
+		nodes := p.Nodes
+		if nodes == 0 {
+			nodes = r.Setup.Brokers
+		}
+		sr.PricePerHour, sr.Currency = p.PerNodeHour*float64(nodes), p.Currency
+	}
+	return sr
+}
+
+// ReadIndex loads a study directory's index.
+func ReadIndex(dir string) (*Index, error) {
+	var idx Index
+	if err := results.ReadJSON(filepath.Join(dir, "study.json"), &idx); err != nil {
+		return nil, err
+	}
+	if idx.Schema != IndexSchema {
+		return nil, errors.New(dir + ": study.json has schema " + idx.Schema + ", this build reads " + IndexSchema)
+	}
+	return &idx, nil
+}

@@ -1,0 +1,185 @@
+// Package study expands a study (workloads x setups x sweep x iterations)
+// into runs, executes them one after another into a results directory, and
+// resumes an interrupted study without redoing finished runs.
+package study
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Scale selects how much of a study to run.
+type Scale string
+
+// Scales.
+const (
+	// Quick applies the study's quick overrides (default warmup 1 s,
+	// duration 5 s) so a whole study takes minutes.
+	Quick Scale = "quick"
+	// Full keeps the published parameters.
+	Full Scale = "full"
+)
+
+// ParseScale checks a --scale value.
+func ParseScale(s string) (Scale, error) {
+	switch Scale(s) {
+	case Quick, Full:
+		return Scale(s), nil
+	}
+	return "", fmt.Errorf("unknown scale %q: use quick or full", s)
+}
+
+// Run is one planned run.
+type Run struct {
+	// Key identifies the run within the study and names its results file.
+	Key      string
+	Workload *workload.Workload
+	// Driver is the run's own copy of the driver settings.
+	Driver    *workload.DriverConfig
+	Setup     workload.Setup
+	Params    []results.Param
+	Iteration int // from 1
+	// Skip, if set, says why the run cannot be made here.
+	Skip string
+}
+
+// Plan expands s at scale into runs, in execution order: workload, setup,
+// sweep values (last parameter fastest), then iteration, so that the
+// iterations of one configuration run back to back.
+func Plan(s *workload.Study, scale Scale) ([]Run, error) {
+	var runs []Run
+	iterations := s.Iterations
+	if scale == Quick && s.Quick.Iterations > 0 {
+		iterations = s.Quick.Iterations
+	}
+	for wi, base := range s.Workloads {
+		for _, setup := range s.Setups {
+			if len(setup.Only) > 0 && !slices.Contains(setup.Only, base.Name) {
+				continue
+			}
+			sweep := append(slices.Clone(s.Sweep), setup.Sweep...)
+			for _, combo := range combinations(sweep) {
+				for it := 1; it <= iterations; it++ {
+					r, err := plan(s, base, setup, combo, it, scale)
+					if err != nil {
+						return nil, err
+					}
+					r.Key = key(wi, len(s.Workloads), base.Name, setup.Name, combo, it)
+					runs = append(runs, r)
+				}
+			}
+		}
+	}
+	return runs, nil
+}
+
+func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, combo []assignment, it int, scale Scale) (Run, error) {
+	w := *base
+	var dc workload.DriverConfig
+	switch {
+	case setup.Driver != nil:
+		dc = *setup.Driver
+	case base.Driver != nil:
+		dc = *base.Driver
+	default:
+		dc = workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: s.Source}
+	}
+	w.Driver = nil
+	if setup.ReplicationFactor > 0 {
+		w.ReplicationFactor = setup.ReplicationFactor
+	}
+	var params []results.Param
+	for _, a := range combo {
+		if err := workload.ApplySweep(&w, &dc, a.param, a.value); err != nil {
+			return Run{}, fmt.Errorf("%s: sweep %s=%s: %w", s.Source, a.param.Name, a.value, err)
+		}
+		params = append(params, results.Param{Name: a.param.Name, Value: a.value})
+	}
+	if scale == Quick {
+		q := s.Quick
+		w.Warmup, w.Duration = time.Second, 5*time.Second
+		if q.Warmup > 0 || q.Duration > 0 {
+			w.Warmup, w.Duration = q.Warmup, q.Duration
+		}
+		// Message counts shrink; a backlog test's target shrinks with them
+		// so that it can still be reached.
+		if q.Messages > 0 && w.MessageLimit > q.Messages {
+			w.MessageLimit = q.Messages
+			if gb := float64(w.MessageLimit*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
+				w.ConsumerBacklogSizeGB = gb
+			}
+		}
+		for _, p := range q.Set {
+			if err := workload.ApplySweep(&w, &dc, p, p.Values[0]); err != nil {
+				return Run{}, fmt.Errorf("%s: quick.set %s=%s: %w", s.Source, p.Name, p.Values[0], err)
+			}
+		}
+	}
+	if err := w.Validate(); err != nil {
+		return Run{}, fmt.Errorf("%s: setup %s %v: %w", s.Source, setup.Name, params, err)
+	}
+	r := Run{Workload: &w, Driver: &dc, Setup: setup, Params: params, Iteration: it}
+	// This build runs single local brokers and remote clusters given by
+	// address; setups that need brokerbench to build a cluster or inject
+	// faults wait for those capabilities.
+	if setup.Needs != "" {
+		r.Skip = fmt.Sprintf("setup %q needs the %s capability (%d brokers), which brokerbench does not have yet", setup.Name, setup.Needs, setup.Brokers)
+	} else if rf := max(w.ReplicationFactor, dc.ReplicationFactor); rf > setup.Brokers {
+		r.Skip = fmt.Sprintf("replication factor %d needs at least %d brokers; setup %q has %d", rf, rf, setup.Name, setup.Brokers)
+	}
+	return r, nil
+}
+
+// assignment is one swept parameter's value in a run.
+type assignment struct {
+	param workload.SweepParam
+	value string
+}
+
+// combinations is the cartesian product of the sweep's values, the last
+// parameter varying fastest; one empty combination without a sweep.
+func combinations(sweep []workload.SweepParam) [][]assignment {
+	out := [][]assignment{nil}
+	for _, p := range sweep {
+		var next [][]assignment
+		for _, prefix := range out {
+			for _, v := range p.Values {
+				next = append(next, append(slices.Clone(prefix), assignment{p, v}))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// key builds a file-name-safe run key.
+func key(wi, nWorkloads int, workloadName, setup string, combo []assignment, it int) string {
+	parts := []string{}
+	if nWorkloads > 1 {
+		parts = append(parts, fmt.Sprintf("w%d-%s", wi+1, workloadName))
+	}
+	parts = append(parts, setup)
+	for _, a := range combo {
+		parts = append(parts, a.param.Name+"="+a.value)
+	}
+	parts = append(parts, fmt.Sprintf("it%d", it))
+	return safe(strings.Join(parts, "_"))
+}
+
+func safe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == '=':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}

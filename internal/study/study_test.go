@@ -1,0 +1,197 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+const studyYAML = `name: s
+iterations: 2
+workloads:
+  - name: a
+    messageSize: 100
+    duration: 1m
+    messages: 1000000
+  - name: b
+    messageSize: 200
+    duration: 1m
+setups:
+  - name: one
+    driver: {driver: kafka, producerConfig: {acks: "1"}}
+  - name: three
+    brokers: 3
+    replicationFactor: 3
+    only: [a]
+sweep:
+  partitionsPerTopic: [1, 6]
+  producer.linger.ms: ["0", "5"]
+quick:
+  duration: 3s
+  warmup: 0s
+  messages: 5000
+  iterations: 1
+price: {perNodeHour: 2}
+`
+
+func load(t *testing.T) *workload.Study {
+	t.Helper()
+	s, err := workload.ParseStudy("s.yaml", []byte(studyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestPlanExpandsEverything(t *testing.T) {
+	s := load(t)
+	full, err := Plan(s, Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a: 2 setups, b: 1 setup ("three" is only for a); 4 combinations; 2 iterations.
+	if len(full) != (2+1)*4*2 {
+		t.Fatalf("%d runs, want 24", len(full))
+	}
+	keys := map[string]bool{}
+	for _, r := range full {
+		if keys[r.Key] {
+			t.Fatalf("duplicate key %s", r.Key)
+		}
+		keys[r.Key] = true
+		if r.Setup.Name == "three" && !strings.Contains(r.Skip, "cluster") {
+			t.Errorf("%s: a 3-broker setup must be skipped for the cluster capability, got %q", r.Key, r.Skip)
+		}
+		if r.Setup.Name == "one" && r.Skip != "" {
+			t.Errorf("%s skipped: %s", r.Key, r.Skip)
+		}
+		if r.Workload.Duration != time.Minute {
+			t.Errorf("%s: full scale changed the duration to %s", r.Key, r.Workload.Duration)
+		}
+	}
+	first := full[0]
+	if first.Key != "w1-a_one_partitionsPerTopic=1_producer.linger.ms=0_it1" || first.Workload.PartitionsPerTopic != 1 {
+		t.Errorf("first run %s, partitions %d", first.Key, first.Workload.PartitionsPerTopic)
+	}
+	// The sweep's driver settings land in each run's own copy only.
+	r := full[2] // partitions=1, linger=5, it1
+	if v, _ := r.Driver.Producer.Get("linger.ms"); v != "5" {
+		t.Errorf("%s: linger.ms=%q", r.Key, v)
+	}
+	if v, _ := full[0].Driver.Producer.Get("linger.ms"); v != "0" {
+		t.Errorf("%s: linger.ms=%q; runs share driver settings", full[0].Key, v)
+	}
+	if v, _ := r.Driver.Producer.Get("acks"); v != "1" {
+		t.Errorf("%s lost the setup's acks: %q", r.Key, v)
+	}
+
+	quick, err := Plan(s, Quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(quick) != 3*4 {
+		t.Fatalf("quick: %d runs, want 12 (1 iteration)", len(quick))
+	}
+	for _, r := range quick {
+		w := r.Workload
+		if w.Duration != 3*time.Second || w.Warmup != 0 {
+			t.Errorf("%s: quick durations %s + %s", r.Key, w.Warmup, w.Duration)
+		}
+		// Only runs with a message limit are capped.
+		if (w.Name == "a" && w.MessageLimit != 5000) || (w.Name == "b" && w.MessageLimit != 0) {
+			t.Errorf("%s: message limit %d", r.Key, w.MessageLimit)
+		}
+	}
+}
+
+func TestParseStudyErrors(t *testing.T) {
+	cases := map[string]string{
+		"name: s\n":                                                      "workload",
+		"name: s\nworkload: {name: a}\nsweep: {partitions: [1]}\n":       "partitionsPerTopic",
+		"name: s\nworkload: {name: a}\nsweep: {messageSize: [big]}\n":    "not a non-negative whole number",
+		"name: s\nworkload: {name: a}\nsetups: [{name: x, only: [b]}]\n": `workload "b"`,
+		"name: s\nworkload: {name: a, partitions: 3}\n":                  "s.yaml:2",
+		"name: s\nworkload: {name: a}\nsetups: [{name: x}, {name: x}]\n": "used twice",
+	}
+	for text, want := range cases {
+		_, err := workload.ParseStudy("s.yaml", []byte(text))
+		if err == nil || !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseStudy(%q) = %v, want an ErrInvalid naming %q", text, err, want)
+		}
+	}
+}
+
+// TestExecuteResumes runs a study with a fake executor, interrupts it, and
+// resumes: finished runs are not made again, skipped ones are recorded.
+func TestExecuteResumes(t *testing.T) {
+	s := load(t)
+	runs, err := Plan(s, Quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	made := map[string]int{}
+	exec := func(ctx context.Context, r Run) (*results.Run, error) {
+		made[r.Key]++
+		if len(made) == 3 {
+			cancel() // interrupted during the third run
+			return &results.Run{Schema: results.Schema, ID: r.Key, Partial: true, PartialReason: "interrupted"}, ctx.Err()
+		}
+		return &results.Run{Schema: results.Schema, ID: r.Key}, nil
+	}
+	idx, err := Execute(ctx, s, runs, Options{Dir: dir, Scale: Quick, Exec: exec})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted study returned %v", err)
+	}
+	if idx.Runs[len(idx.Runs)-1].Status != Partial {
+		t.Fatalf("last entry %+v, want partial", idx.Runs[len(idx.Runs)-1])
+	}
+	again := 0
+	exec2 := func(ctx context.Context, r Run) (*results.Run, error) {
+		made[r.Key]++
+		again++
+		return &results.Run{Schema: results.Schema, ID: r.Key}, nil
+	}
+	idx, err = Execute(context.Background(), s, runs, Options{Dir: dir, Scale: Quick, Exec: exec2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, e := range idx.Runs {
+		switch e.Status {
+		case Skipped:
+			skipped++
+		case Done:
+			res, err := results.Read(filepath.Join(dir, e.File))
+			if err != nil || res.Study == nil || res.Study.Key != e.Key || res.Study.PricePerHour != 2*float64(res.Study.Brokers) {
+				t.Errorf("%s: results %+v, %v", e.Key, res, err)
+			}
+		default:
+			t.Errorf("%s: status %s after resuming", e.Key, e.Status)
+		}
+	}
+	for k, n := range made {
+		if n > 2 || (n == 2 && !strings.HasSuffix(k, "it1")) {
+			t.Errorf("run %s made %d times", k, n)
+		}
+	}
+	// 12 runs, 4 skipped ("three"), 2 finished before the interruption: the
+	// resumed study makes the partial one and the 5 never started.
+	if skipped != 4 || again != 12-4-2 {
+		t.Errorf("skipped %d, made again %d; want 4 and 6", skipped, again)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "study.json")); err != nil {
+		t.Error(err)
+	}
+	if _, err := ReadIndex(dir); err != nil {
+		t.Error(err)
+	}
+}
