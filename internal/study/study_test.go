@@ -113,7 +113,7 @@ func TestPlanExpandsEverything(t *testing.T) {
 
 func TestParseStudyErrors(t *testing.T) {
 	cases := map[string]string{
-		"name: s\n":                                                      "workload",
+		"name: s\n": "workload",
 		"name: s\nworkload: {name: a}\nsweep: {partitions: [1]}\n":       "partitionsPerTopic",
 		"name: s\nworkload: {name: a}\nsweep: {messageSize: [big]}\n":    "not a non-negative whole number",
 		"name: s\nworkload: {name: a}\nsetups: [{name: x, only: [b]}]\n": `workload "b"`,
