@@ -130,8 +130,9 @@ type SubscriptionWaiter interface {
 // StoredCounter is implemented by drivers that can count the messages a topic
 // holds, independently of the producers' acknowledgements.
 type StoredCounter interface {
-	// StoredMessages returns the number of messages written to topic (for
-	// Kafka, the sum of the partitions' end offsets minus start offsets).
+	// StoredMessages returns the number of messages ever written to a topic
+	// that was created empty (for Kafka, the sum of the partitions' end
+	// offsets: retention deleting old segments does not lower it).
 	StoredMessages(ctx context.Context, topic string) (int64, error)
 }
 

@@ -158,7 +158,7 @@ type Counts struct {
 	// Subscriptions breaks the delivery accounting down by subscription.
 	Subscriptions []SubscriptionCounts `json:"subscriptions,omitempty"`
 	// StoredByBroker is the broker's own count of messages in the run's
-	// topics (Kafka: end minus start offsets), when the driver can tell.
+	// topics (Kafka: the sum of end offsets), when the driver can tell.
 	StoredByBroker *int64 `json:"storedByBroker,omitempty"`
 	// LatencyClamped counts latencies above the histogram range (1 h).
 	LatencyClamped int64 `json:"latencyClamped,omitempty"`
