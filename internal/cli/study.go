@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
 	"github.com/brokerbench/brokerbench/internal/study"
@@ -132,6 +133,13 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	fmt.Fprintf(io.Out, "study %s: %d done, %d skipped, %d failed, %d partial of %d runs in %s; results in %s\n",
 		s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(runs),
 		time.Since(start).Round(time.Second), dir)
+	if in, lerr := report.Load([]string{dir}); lerr == nil {
+		if w, werr := writeReport(in, filepath.Join(dir, "report.html")); werr == nil {
+			fmt.Fprintf(io.Out, "report: %s\n", w.HTML)
+		} else {
+			fmt.Fprintln(io.Err, werr)
+		}
+	}
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return dir, withCode(ExitInterrupted, fmt.Errorf("%w; run the same command again to resume", err))

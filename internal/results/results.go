@@ -42,6 +42,9 @@ type Run struct {
 	Counts Counts `json:"counts"`
 	// Target states whether a fixed-rate run held its rate.
 	Target *Target `json:"target,omitempty"`
+	// Price, if known, is the cost of the system under test, for cost per
+	// message figures.
+	Price *Price `json:"price,omitempty"`
 	// Study places the run in a study; nil for a single run.
 	Study *StudyRun `json:"study,omitempty"`
 	// Backlog is set for a backlog test.
@@ -186,11 +189,17 @@ type StudyRun struct {
 	Brokers   int     `json:"brokers"`
 	Params    []Param `json:"params,omitempty"`
 	Iteration int     `json:"iteration"`
-	// PricePerHour is the cost of the system under test per hour (price
-	// per node-hour x nodes), when the study gives a price.
-	PricePerHour float64 `json:"pricePerHour,omitempty"`
-	Currency     string  `json:"currency,omitempty"`
 }
+
+// Price is the cost of the system under test.
+type Price struct {
+	PerNodeHour float64 `json:"perNodeHour"`
+	Nodes       int     `json:"nodes"`
+	Currency    string  `json:"currency,omitempty"`
+}
+
+// PerHour is the cost of all nodes for an hour.
+func (p *Price) PerHour() float64 { return p.PerNodeHour * float64(p.Nodes) }
 
 // Param is one swept parameter's value in a run.
 type Param struct {

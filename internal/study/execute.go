@@ -102,6 +102,7 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 			res, runErr := opts.Exec(ctx, r)
 			if res != nil {
 				res.Study = studyRun(s, r)
+				res.Price = price(s, r)
 				if err := results.Write(path, res); err != nil {
 					return idx, err
 				}
@@ -129,16 +130,22 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 }
 
 func studyRun(s *workload.Study, r Run) *results.StudyRun {
-	sr := &results.StudyRun{Name: s.Name, Key: r.Key, Workload: r.Workload.Name, Setup: r.Setup.Name,
+	return &results.StudyRun{Name: s.Name, Key: r.Key, Workload: r.Workload.Name, Setup: r.Setup.Name,
 		Brokers: r.Setup.Brokers, Params: r.Params, Iteration: r.Iteration}
-	if p := s.Price; p != nil {
-		nodes := p.Nodes
-		if nodes == 0 {
-			nodes = r.Setup.Brokers
-		}
-		sr.PricePerHour, sr.Currency = p.PerNodeHour*float64(nodes), p.Currency
+}
+
+// price is the cost of a run's setup: the study's price per node-hour for
+// its node count (default: the setup's brokers).
+func price(s *workload.Study, r Run) *results.Price {
+	p := s.Price
+	if p == nil {
+		return nil
 	}
-	return sr
+	nodes := p.Nodes
+	if nodes == 0 {
+		nodes = r.Setup.Brokers
+	}
+	return &results.Price{PerNodeHour: p.PerNodeHour, Nodes: nodes, Currency: p.Currency}
 }
 
 // ReadIndex loads a study directory's index.

@@ -171,7 +171,7 @@ func TestExecuteResumes(t *testing.T) {
 			skipped++
 		case Done:
 			res, err := results.Read(filepath.Join(dir, e.File))
-			if err != nil || res.Study == nil || res.Study.Key != e.Key || res.Study.PricePerHour != 2*float64(res.Study.Brokers) {
+			if err != nil || res.Study == nil || res.Study.Key != e.Key || res.Price == nil || res.Price.PerHour() != 2*float64(res.Study.Brokers) {
 				t.Errorf("%s: results %+v, %v", e.Key, res, err)
 			}
 		default:

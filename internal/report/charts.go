@@ -1,0 +1,342 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// Chart is one rendered chart.
+type Chart struct {
+	// Name is a file-name-safe identifier.
+	Name    string
+	Title   string
+	Caption string
+	SVG     []byte
+}
+
+// series is one line of a chart.
+type series struct {
+	label string
+	xy    plotter.XYs
+	// errLo and errHi, if set, are error bars below and above each point.
+	errLo, errHi []float64
+}
+
+const (
+	chartWidth  = 7.5 * vg.Inch
+	chartHeight = 3.6 * vg.Inch
+)
+
+// shortenLabels drops the " / "-separated parts every label shares, so
+// legends name only what differs between the lines.
+func shortenLabels(ss []series) {
+	if len(ss) < 2 {
+		return
+	}
+	parts := make([][]string, len(ss))
+	count := map[string]int{}
+	for i, s := range ss {
+		parts[i] = strings.Split(s.label, " / ")
+		seen := map[string]bool{}
+		for _, p := range parts[i] {
+			if !seen[p] {
+				count[p]++
+				seen[p] = true
+			}
+		}
+	}
+	for i := range ss {
+		var keep []string
+		for _, p := range parts[i] {
+			if count[p] < len(ss) {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			ss[i].label = strings.Join(keep, " / ")
+		}
+	}
+}
+
+// render draws the series as lines with points and returns the SVG.
+func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte, error) {
+	shortenLabels(ss)
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Add(plotter.NewGrid())
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	for i, s := range ss {
+		if len(s.xy) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(s.xy)
+		if err != nil {
+			return nil, fmt.Errorf("chart %q: %w", title, err)
+		}
+		c := plotutil.Color(i)
+		line.Color, points.Color = c, c
+		line.Width = vg.Points(1.5)
+		points.Shape = draw.CircleGlyph{}
+		points.Radius = vg.Points(1.5)
+		if len(s.xy) > 60 {
+			points.Radius = 0
+		}
+		p.Add(line, points)
+		if s.errLo != nil {
+			bars, err := plotter.NewYErrorBars(errorBars{s})
+			if err != nil {
+				return nil, err
+			}
+			bars.Color = c
+			p.Add(bars)
+		}
+		if s.label != "" {
+			p.Legend.Add(s.label, line)
+		}
+	}
+	w, err := p.WriterTo(chartWidth, chartHeight, "svg")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return stripXMLHeader(buf.Bytes()), nil
+}
+
+// stripXMLHeader removes the XML declaration so the SVG can be inlined in
+// HTML.
+func stripXMLHeader(svg []byte) []byte {
+	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
+		return svg[i:]
+	}
+	return svg
+}
+
+type errorBars struct{ s series }
+
+func (e errorBars) Len() int                    { return len(e.s.xy) }
+func (e errorBars) XY(i int) (float64, float64) { return e.s.xy[i].X, e.s.xy[i].Y }
+func (e errorBars) YError(i int) (float64, float64) {
+	return e.s.errLo[i], e.s.errHi[i]
+}
+
+// runLabel names one run of a group in a legend.
+func runLabel(g *Group, r *results.Run) string {
+	if len(g.Runs) > 1 {
+		return fmt.Sprintf("%s #%d", g.Label, iteration(r))
+	}
+	return g.Label
+}
+
+// timeSeries charts one per-interval value of every run over time.
+func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.Interval) float64) (Chart, error) {
+	var ss []series
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			s := series{label: runLabel(g, r)}
+			for _, iv := range r.Intervals {
+				if v := value(iv); !math.IsNaN(v) {
+					s.xy = append(s.xy, plotter.XY{X: iv.EndSeconds, Y: v})
+				}
+			}
+			ss = append(ss, s)
+		}
+	}
+	svg, err := render(title, "time since producing started (s)", yLabel, false, false, ss)
+	return Chart{Name: name, Title: title, SVG: svg}, err
+}
+
+// percentileChart charts a latency distribution per run from its encoded
+// histogram: x is the percentile on a log scale of 1/(1-p), y the latency.
+func (in *Input) percentileChart(name, title string, encoded func(r *results.Run) string) (Chart, bool, error) {
+	var ss []series
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			enc := encoded(r)
+			if enc == "" {
+				continue
+			}
+			h, err := metrics.Decode(enc)
+			if err != nil {
+				return Chart{}, false, fmt.Errorf("%s: %w", g.Label, err)
+			}
+			if h.TotalCount() == 0 {
+				continue
+			}
+			s := series{label: runLabel(g, r)}
+			for _, p := range []float64{0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999} {
+				v := float64(h.ValueAtPercentile(p)) / 1000
+				s.xy = append(s.xy, plotter.XY{X: 100 / (100 - p), Y: math.Max(v, 0.001)})
+			}
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return Chart{}, false, nil
+	}
+	svg, err := render(title, "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99, 1000 = p99.9", "latency (ms)", true, true, ss)
+	return Chart{Name: name, Title: title, SVG: svg,
+		Caption: "Each line is one run's measured latency distribution, read from its HdrHistogram."}, true, err
+}
+
+// sweepCharts draw, for every numeric swept parameter, throughput against
+// its value: one line per configuration sharing the other settings, the
+// median of the iterations with the range as error bars.
+func (in *Input) sweepCharts() ([]Chart, error) {
+	var charts []Chart
+	for _, name := range in.sweptParams() {
+		lines := map[string]*series{}
+		var order []string
+		for _, g := range in.Groups {
+			x, err := strconv.ParseFloat(param(g.first(), name), 64)
+			if err != nil {
+				continue
+			}
+			key := lineKey(g, name)
+			s := lines[key]
+			if s == nil {
+				s = &series{label: key, errLo: []float64{}, errHi: []float64{}}
+				lines[key] = s
+				order = append(order, key)
+			}
+			var rates []float64
+			for _, r := range g.Runs {
+				rates = append(rates, r.Measured.PublishRate)
+			}
+			med, lo, hi := spread(rates)
+			s.xy = append(s.xy, plotter.XY{X: x, Y: med})
+			s.errLo = append(s.errLo, med-lo)
+			s.errHi = append(s.errHi, hi-med)
+		}
+		if len(order) == 0 {
+			continue
+		}
+		var ss []series
+		for _, k := range order {
+			s := lines[k]
+			sortSeries(s)
+			ss = append(ss, *s)
+		}
+		title := "Throughput by " + name
+		svg, err := render(title, name, "msgs/s (median of iterations, range as bars)", true, false, ss)
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, Chart{Name: "sweep-" + name, Title: title, SVG: svg})
+	}
+	return charts, nil
+}
+
+// lineKey labels a sweep line: the configuration without the swept
+// parameter.
+func lineKey(g *Group, swept string) string {
+	s := g.first().Study
+	key := s.Setup
+	if s.Workload != "" {
+		key = s.Workload + " / " + key
+	}
+	for _, p := range s.Params {
+		if p.Name != swept {
+			key += " / " + p.Name + "=" + p.Value
+		}
+	}
+	return key
+}
+
+func sortSeries(s *series) {
+	idx := make([]int, len(s.xy))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return s.xy[idx[a]].X < s.xy[idx[b]].X })
+	xy, lo, hi := make(plotter.XYs, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
+	for i, j := range idx {
+		xy[i], lo[i], hi[i] = s.xy[j], s.errLo[j], s.errHi[j]
+	}
+	s.xy, s.errLo, s.errHi = xy, lo, hi
+}
+
+// Charts renders every chart the input supports.
+func (in *Input) Charts() ([]Chart, error) {
+	var charts []Chart
+	add := func(c Chart, err error) error {
+		if err != nil {
+			return err
+		}
+		charts = append(charts, c)
+		return nil
+	}
+	sweeps, err := in.sweepCharts()
+	if err != nil {
+		return nil, err
+	}
+	charts = append(charts, sweeps...)
+	nan := math.NaN()
+	steps := []struct {
+		name, title, y string
+		v              func(iv results.Interval) float64
+	}{
+		{"publish-rate", "Publish rate", "msgs/s", func(iv results.Interval) float64 { return iv.PublishRate }},
+		{"consume-rate", "Consume rate", "msgs/s", func(iv results.Interval) float64 { return iv.ConsumeRate }},
+		{"backlog", "Backlog", "messages", func(iv results.Interval) float64 { return float64(iv.Backlog) }},
+		{"publish-latency-p99", "Publish latency p99 per interval", "ms", func(iv results.Interval) float64 {
+			if iv.PublishLatency.Count == 0 {
+				return nan
+			}
+			return iv.PublishLatency.P99
+		}},
+		{"e2e-latency-p99", "End-to-end latency p99 per interval", "ms", func(iv results.Interval) float64 {
+			if iv.EndToEndLatency.Count == 0 {
+				return nan
+			}
+			return iv.EndToEndLatency.P99
+		}},
+	}
+	for _, s := range steps {
+		if err := add(in.timeSeries(s.name, s.title, s.y, s.v)); err != nil {
+			return nil, err
+		}
+	}
+	for _, pc := range []struct {
+		name, title string
+		enc         func(r *results.Run) string
+	}{
+		{"publish-latency-distribution", "Publish latency distribution (measurement phase)", func(r *results.Run) string { return r.Histograms.PublishLatency }},
+		{"e2e-latency-distribution", "End-to-end latency distribution (measurement phase)", func(r *results.Run) string { return r.Histograms.EndToEndLatency }},
+	} {
+		c, ok, err := in.percentileChart(pc.name, pc.title, pc.enc)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			charts = append(charts, c)
+		}
+	}
+	return charts, nil
+}

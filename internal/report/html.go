@@ -1,0 +1,191 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+//go:embed report.html.tmpl
+var pageTemplate string
+
+// AccountingTable has a row per run with its message accounting.
+func (in *Input) AccountingTable() *Table {
+	t := &Table{Title: "Message accounting",
+		Headers:    []string{"Run", "Sent", "Acked", "Failed", "Consumed", "Lost", "Duplicated", "Out of order", "Stored by broker", "Target"},
+		CSVHeaders: []string{"run", "sent", "acked", "failed", "consumed", "lost", "duplicated", "outOfOrder", "storedByBroker", "target"}}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			c := r.Counts
+			stored := "–"
+			if c.StoredByBroker != nil {
+				stored = formatNum(float64(*c.StoredByBroker), 0)
+			}
+			target := "max rate"
+			if tg := r.Target; tg != nil {
+				target = "held"
+				if !tg.Held {
+					target = "NOT HELD: " + tg.Reason
+				}
+			}
+			if r.Partial {
+				target += " (partial: " + r.PartialReason + ")"
+			}
+			nums := []int64{c.Sent, c.Acked, c.Failed, c.Consumed, c.Lost, c.Duplicated, c.OutOfOrder}
+			row := []string{runLabel(g, r)}
+			csvRow := []string{runLabel(g, r)}
+			for _, n := range nums {
+				row = append(row, formatNum(float64(n), 0))
+				csvRow = append(csvRow, strconv.FormatInt(n, 10))
+			}
+			row = append(row, stored, target)
+			storedCSV := ""
+			if c.StoredByBroker != nil {
+				storedCSV = strconv.FormatInt(*c.StoredByBroker, 10)
+			}
+			csvRow = append(csvRow, storedCSV, target)
+			t.Rows = append(t.Rows, row)
+			t.CSV = append(t.CSV, csvRow)
+		}
+	}
+	return t
+}
+
+// BacklogTable has a row per backlog-test run; nil if there is none.
+func (in *Input) BacklogTable() *Table {
+	t := &Table{Title: "Backlog tests",
+		Headers:    []string{"Run", "Target (msgs)", "Peak (msgs)", "Build (s)", "Drain (s)", "Drain (msgs/s)", "Drain (MB/s)", "Completed"},
+		CSVHeaders: []string{"run", "targetMessages", "peakMessages", "buildSeconds", "drainSeconds", "drainRate", "drainMBps", "completed"}}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			b := r.Backlog
+			if b == nil {
+				continue
+			}
+			done := fmt.Sprintf("built %v, drained %v", b.Built, b.Drained)
+			t.Rows = append(t.Rows, []string{runLabel(g, r), formatNum(float64(b.TargetMessages), 0), formatNum(float64(b.PeakMessages), 0),
+				formatNum(b.BuildSeconds, 2), formatNum(b.DrainSeconds, 2), formatNum(b.DrainRate, 0), formatNum(b.DrainMBps, 2), done})
+			t.CSV = append(t.CSV, []string{runLabel(g, r), strconv.FormatInt(b.TargetMessages, 10), strconv.FormatInt(b.PeakMessages, 10),
+				csvNum(b.BuildSeconds), csvNum(b.DrainSeconds), csvNum(b.DrainRate), csvNum(b.DrainMBps), done})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// page is what the template renders.
+type page struct {
+	Title     string
+	Generated string
+	Version   string
+	Sources   []string
+	Env       results.Environment
+	Tables    []pageTable
+	Charts    []pageChart
+	Skipped   []skippedRun
+	FilesDir  string
+	Runs      int
+	MemoryGiB string
+}
+
+type pageTable struct {
+	*Table
+	ID string
+}
+
+type pageChart struct {
+	Chart
+	SVG  template.HTML
+	File string
+}
+
+type skippedRun struct{ Key, Reason string }
+
+// Written lists what Write produced.
+type Written struct {
+	HTML  string
+	Files []string
+}
+
+// Write renders the report to htmlPath, with every table as Markdown and
+// CSV and every chart as SVG in a directory beside it (NAME-files/). The
+// HTML embeds the same charts inline and needs nothing else: it opens
+// offline.
+func Write(in *Input, htmlPath, version string) (*Written, error) {
+	summary, err := in.SummaryTable()
+	if err != nil {
+		return nil, err
+	}
+	charts, err := in.Charts()
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(filepath.Base(htmlPath), filepath.Ext(htmlPath))
+	filesDir := filepath.Join(filepath.Dir(htmlPath), base+"-files")
+	if err := os.MkdirAll(filesDir, 0o755); err != nil {
+		return nil, err
+	}
+	out := &Written{HTML: htmlPath}
+	writeFile := func(name string, data []byte) error {
+		p := filepath.Join(filesDir, name)
+		out.Files = append(out.Files, p)
+		return os.WriteFile(p, data, 0o644)
+	}
+	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
+		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
+	pg.MemoryGiB = formatNum(float64(pg.Env.MemoryBytes)/(1<<30), 1)
+	tables := []pageTable{{summary, "summary"}, {in.AccountingTable(), "accounting"}}
+	if bt := in.BacklogTable(); bt != nil {
+		tables = append(tables, pageTable{bt, "backlog"})
+	}
+	for _, t := range tables {
+		var md, csvBuf bytes.Buffer
+		if err := t.WriteMarkdown(&md); err != nil {
+			return nil, err
+		}
+		if err := t.WriteCSV(&csvBuf); err != nil {
+			return nil, err
+		}
+		if err := writeFile(t.ID+".md", md.Bytes()); err != nil {
+			return nil, err
+		}
+		if err := writeFile(t.ID+".csv", csvBuf.Bytes()); err != nil {
+			return nil, err
+		}
+		pg.Tables = append(pg.Tables, t)
+	}
+	for _, c := range charts {
+		if err := writeFile(c.Name+".svg", c.SVG); err != nil {
+			return nil, err
+		}
+		pg.Charts = append(pg.Charts, pageChart{Chart: c, SVG: template.HTML(c.SVG), File: c.Name + ".svg"})
+	}
+	for _, s := range in.Skipped {
+		pg.Skipped = append(pg.Skipped, skippedRun{s.Key, s.Reason})
+	}
+	for _, g := range in.Groups {
+		pg.Runs += len(g.Runs)
+	}
+	tmpl, err := template.New("report").Parse(pageTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, pg); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(htmlPath, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

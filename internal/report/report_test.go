@@ -1,0 +1,233 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/study"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fixtureRun builds a deterministic run: rate msg/s for 10 one-second
+// intervals, with latencies spread around latencyMs.
+func fixtureRun(setup string, size, iteration int, rate, latencyMs float64) *results.Run {
+	w := &workload.Workload{Name: "payload", Topics: 1, PartitionsPerTopic: 1, MessageSize: size, ProducersPerTopic: 1}
+	pub, e2eH := metrics.NewHDR(), metrics.NewHDR()
+	for i := range 1000 {
+		v := int64(latencyMs*1000) + int64(i%100)*int64(latencyMs*10)
+		_ = pub.RecordValue(v)
+		_ = e2eH.RecordValue(v + 500)
+	}
+	r := &results.Run{
+		Schema: results.Schema, ID: fmt.Sprintf("%s-%d-%d", setup, size, iteration), Workload: w,
+		Driver:      results.Driver{Name: "kafka", ReplicationFactor: 1},
+		Environment: results.Environment{BrokerVersion: "Apache Kafka v4.3", CPUModel: "test CPU", CPUCores: 2, MemoryBytes: 8 << 30},
+		Study: &results.StudyRun{Name: "fixture", Workload: "payload", Setup: setup, Brokers: 1, Iteration: iteration,
+			Params: []results.Param{{Name: "messageSize", Value: fmt.Sprint(size)}}},
+		Price: &results.Price{PerNodeHour: 0.38, Nodes: 3, Currency: "USD"},
+	}
+	for s := range 10 {
+		iv := results.Interval{StartSeconds: float64(s), EndSeconds: float64(s + 1), Phase: results.Measure, Backlog: int64(s * 10)}
+		iv.PublishRate, iv.ConsumeRate = rate+float64(s), rate
+		iv.PublishLatency = metrics.Summarize(pub)
+		iv.EndToEndLatency = metrics.Summarize(e2eH)
+		r.Intervals = append(r.Intervals, iv)
+	}
+	m := &r.Measured
+	m.DurationSeconds = 10
+	m.PublishRate, m.ConsumeRate = rate, rate
+	m.PublishMBps = rate * float64(size) / 1e6
+	m.Acked, m.Sent, m.Consumed = int64(rate*10), int64(rate*10), int64(rate*10)
+	m.PublishLatency, m.EndToEndLatency = metrics.Summarize(pub), metrics.Summarize(e2eH)
+	r.Counts = results.Counts{Sent: int64(rate * 12), Acked: int64(rate * 12), Consumed: int64(rate * 12)}
+	r.Histograms.PublishLatency, _ = metrics.Encode(pub)
+	r.Histograms.EndToEndLatency, _ = metrics.Encode(e2eH)
+	return r
+}
+
+// fixtureStudy writes a study directory: one setup swept over three sizes
+// with two iterations each, and one skipped setup.
+func fixtureStudy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	idx := study.Index{Schema: study.IndexSchema, Name: "fixture", Scale: study.Quick,
+		Columns: []string{"setup", "messageSize", "publishRate", "publishMBps", "publishP99", "e2eP99", "costPerBillion"}}
+	for _, size := range []int{1024, 10240, 102400} {
+		for it := 1; it <= 2; it++ {
+			rate := 50e6 / float64(size) * (1 + 0.02*float64(it))
+			r := fixtureRun("one-broker", size, it, rate, float64(size)/1024)
+			file := filepath.Join("runs", r.ID+".json")
+			if err := results.Write(filepath.Join(dir, file), r); err != nil {
+				t.Fatal(err)
+			}
+			idx.Runs = append(idx.Runs, study.Entry{Key: r.ID, Setup: "one-broker", Iteration: it, Status: study.Done, File: file})
+		}
+	}
+	idx.Runs = append(idx.Runs, study.Entry{Key: "three-brokers_it1", Setup: "three-brokers", Status: study.Skipped,
+		Reason: `setup "three-brokers" needs the cluster capability`})
+	if err := results.Write(filepath.Join(dir, "study.json"), idx); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// TestTablesGolden checks the study-shaped summary in Markdown and CSV:
+// medians over iterations with their range, formatted numbers, and the
+// cost per billion messages.
+func TestTablesGolden(t *testing.T) {
+	in, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Groups) != 3 || len(in.Skipped) != 1 {
+		t.Fatalf("%d groups, %d skipped; want 3 and 1", len(in.Groups), len(in.Skipped))
+	}
+	sum, err := in.SummaryTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range []struct {
+		name string
+		t    *Table
+	}{{"summary", sum}, {"accounting", in.AccountingTable()}} {
+		var md, csv bytes.Buffer
+		if err := tb.t.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.t.WriteCSV(&csv); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tb.name+".md", md.Bytes())
+		golden(t, tb.name+".csv", csv.Bytes())
+	}
+}
+
+func TestCostPerBillion(t *testing.T) {
+	r := fixtureRun("x", 100, 1, 100_000, 1)
+	// 3 nodes x $0.38 = $1.14 per hour for 360M messages per hour.
+	if got, want := costPerBillion(r), 1.14/(100_000*3600)*1e9; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("cost per billion = %v, want %v", got, want)
+	}
+}
+
+func TestUnknownColumn(t *testing.T) {
+	in, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Columns = []string{"setup", "throughput"}
+	if _, err := in.SummaryTable(); err == nil || !strings.Contains(err.Error(), "publishRate") {
+		t.Fatalf("unknown column: %v, want an error listing the known columns", err)
+	}
+}
+
+// TestReportInChromium renders the report and opens it in headless
+// Chromium (Debian's package; CI installs it): every chart must have
+// rendered with drawn paths, the summary must hold the runs' numbers, and
+// the browser must log no error from the page. A screenshot is kept in
+// out/test-artifacts/.
+func TestReportInChromium(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must install Debian's chromium package for this test")
+		}
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	dir := t.TempDir()
+	in, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(dir, "report.html")
+	w, err := Write(in, html, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Files) < 10 {
+		t.Errorf("wrote %d side files: %v", len(w.Files), w.Files)
+	}
+	artifacts, _ := filepath.Abs(filepath.Join("..", "..", "out", "test-artifacts"))
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1400,3000"}
+	run := func(extra ...string) (stdout, stderr string) {
+		cmd := exec.Command(browser, append(append(args, extra...), "file://"+html)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("chromium: %v\n%s", err, e.String())
+			}
+		case <-time.After(90 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("chromium did not finish within 90 s")
+		}
+		return o.String(), e.String()
+	}
+	dom, logs := run("--dump-dom")
+	figures := regexp.MustCompile(`(?s)<figure class="chart" id="chart-([^"]+)">(.*?)</figure>`).FindAllStringSubmatch(dom, -1)
+	charts, _ := in.Charts()
+	if len(figures) != len(charts) || len(figures) < 7 {
+		t.Fatalf("the page shows %d charts, the report has %d", len(figures), len(charts))
+	}
+	for _, f := range figures {
+		if !strings.Contains(f[2], "<svg") || strings.Count(f[2], "<path") < 5 {
+			t.Errorf("chart %s rendered empty", f[1])
+		}
+	}
+	for _, want := range []string{"50,293 (49,805–50,781)", "597,656", "Runs not made", "cluster capability", "Cost per billion msgs"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered page lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
+			t.Errorf("the page logged: %s", line)
+		}
+	}
+	shot := filepath.Join(artifacts, "report.png")
+	run("--screenshot=" + shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+}
