@@ -3,8 +3,8 @@ package report
 import (
 	"bytes"
 	"flag"
-	"math"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
