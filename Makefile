@@ -10,10 +10,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
 
 # Installs Kafka if needed, starts it on 127.0.0.1:9092, runs the quick
-# workload, prints the summary, writes results/demo.json, stops the broker.
+# workload (summary, results/demo.json), then the demo study at quick scale
+# (results/demo-study/), writes its HTML report, and stops the broker.
 demo: build
 	@trap '$(BIN) local down kafka' EXIT; \
-	$(BIN) run workloads/quick.yaml --out results/demo.json --omb-json results/demo-omb.json
+	$(BIN) run workloads/quick.yaml --out results/demo.json --omb-json results/demo-omb.json && \
+	rm -rf results/demo-study && \
+	$(BIN) study studies/demo.yaml --scale quick --out results/demo-study
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
@@ -146,5 +147,67 @@ func TestHelpHasExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "Examples:") {
 			t.Errorf("%v: exit %d, no examples:\n%s", args, code, stdout)
 		}
+	}
+}
+
+// TestBuiltInStudiesQuick runs every built-in reference study at quick
+// scale against the test broker: the runs that need no missing capability
+// must all be done, the others skipped with a reason, and each study must
+// write its HTML report with Markdown, CSV and SVG exports.
+func TestBuiltInStudiesQuick(t *testing.T) {
+	files, err := filepath.Glob("../../studies/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("studies: %v %v", files, err)
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "demo.yaml" {
+			continue // make demo runs it
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := execute("study", f, "--scale", "quick", "--out", out, "--broker", broker.Addr)
+			if code != ExitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			idx, err := study.ReadIndex(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			for _, e := range idx.Runs {
+				switch e.Status {
+				case study.Done:
+					done++
+					res, err := results.Read(filepath.Join(out, e.File))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Counts.Lost != 0 || (res.Workload.Producers() > 0 && res.Counts.Acked == 0) {
+						t.Errorf("%s: accounting %+v", e.Key, res.Counts)
+					}
+				case study.Skipped:
+					if !strings.Contains(e.Reason, "capability") {
+						t.Errorf("%s skipped without naming the capability: %q", e.Key, e.Reason)
+					}
+				default:
+					t.Errorf("%s: %s %s", e.Key, e.Status, e.Reason)
+				}
+			}
+			if done == 0 {
+				t.Fatal("no run was made")
+			}
+			html, err := os.ReadFile(filepath.Join(out, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(html), "<svg") || strings.Contains(string(html), "NaN") {
+				t.Error("report has no chart, or shows NaN")
+			}
+			for _, side := range []string{"summary.md", "summary.csv", "publish-rate.svg"} {
+				if _, err := os.Stat(filepath.Join(out, "report-files", side)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }
