@@ -88,6 +88,6 @@ accounting. It reads its own workload format and OpenMessaging Benchmark files.`
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newLocalCmd(io), newVersionCmd(io))
+	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newVersionCmd(io))
 	return root
 }

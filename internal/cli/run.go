@@ -149,7 +149,8 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
 	}
 	ctx := cmd.Context()
-	drv, env, err := newTarget(io, f.broker, f.local).connect(ctx, dc)
+	tgt := newTarget(io, f.broker, f.local)
+	drv, env, err := tgt.connect(ctx, dc)
 	if err != nil {
 		return err
 	}
@@ -161,6 +162,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	cfg := runner.Config{
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
+		SampleSystem: tgt.systemSampler(),
 	}
 	for _, t := range strings.Split(f.topics, ",") {
 		if t = strings.TrimSpace(t); t != "" {

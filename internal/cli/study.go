@@ -108,7 +108,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 			return nil, err
 		}
 		defer drv.Close()
-		cfg := runner.Config{Workload: r.Workload, Driver: drv}
+		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler()}
 		if f.progress {
 			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 		}

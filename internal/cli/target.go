@@ -10,6 +10,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
+	"github.com/brokerbench/brokerbench/internal/sysmetrics"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -21,6 +22,7 @@ type target struct {
 	endpoints []string
 	local     localFlags
 	localAddr string
+	localPID  int
 }
 
 func newTarget(io IO, broker string, local localFlags) *target {
@@ -48,7 +50,7 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w", err))
 		}
 		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
-		t.localAddr = st.Address
+		t.localAddr, t.localPID = st.Address, st.PID
 	}
 	return []string{t.localAddr}, nil
 }
@@ -77,6 +79,12 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	}
 	env.BrokerEndpoint = strings.Join(endpoints, ",")
 	return drv, env, nil
+}
+
+// systemSampler samples this machine, and the broker process when it is
+// the local broker brokerbench manages.
+func (t *target) systemSampler() func() *results.System {
+	return sysmetrics.New(t.localPID).Sample
 }
 
 // describe records where and how res was measured.

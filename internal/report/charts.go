@@ -318,6 +318,38 @@ func (in *Input) Charts() ([]Chart, error) {
 			return iv.EndToEndLatency.P99
 		}},
 	}
+	if in.hasSystem() {
+		sys := func(f func(s *results.System) float64) func(iv results.Interval) float64 {
+			return func(iv results.Interval) float64 {
+				if iv.System == nil {
+					return nan
+				}
+				return f(iv.System)
+			}
+		}
+		steps = append(steps, []struct {
+			name, title, y string
+			v              func(iv results.Interval) float64
+		}{
+			{"cpu-busy", "Machine CPU busy (user + system + iowait)", "% of all cores", sys(func(s *results.System) float64 { return s.CPUUser + s.CPUSystem + s.CPUIowait })},
+			{"cpu-iowait", "Machine CPU iowait", "% of all cores", sys(func(s *results.System) float64 { return s.CPUIowait })},
+			{"broker-cpu", "Broker process CPU", "% of one core", sys(func(s *results.System) float64 {
+				if !s.BrokerSampled {
+					return nan
+				}
+				return s.BrokerCPU
+			})},
+			{"client-cpu", "brokerbench process CPU", "% of one core", sys(func(s *results.System) float64 { return s.ClientCPU })},
+			{"disk-write", "Disk writes", "MB/s", sys(func(s *results.System) float64 { return s.DiskWriteMBps })},
+			{"network", "Network received (all interfaces, loopback included)", "MB/s", sys(func(s *results.System) float64 { return s.NetRxMBps })},
+			{"broker-memory", "Broker process resident memory", "MB", sys(func(s *results.System) float64 {
+				if !s.BrokerSampled {
+					return nan
+				}
+				return s.BrokerRSSMB
+			})},
+		}...)
+	}
 	for _, s := range steps {
 		if err := add(in.timeSeries(s.name, s.title, s.y, s.v)); err != nil {
 			return nil, err
@@ -339,4 +371,18 @@ func (in *Input) Charts() ([]Chart, error) {
 		}
 	}
 	return charts, nil
+}
+
+// hasSystem reports whether any run sampled system metrics.
+func (in *Input) hasSystem() bool {
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			for _, iv := range r.Intervals {
+				if iv.System != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -231,3 +231,39 @@ func TestReportInChromium(t *testing.T) {
 		t.Errorf("screenshot %s: %v", shot, err)
 	}
 }
+
+// TestCompareGolden compares a study with a copy whose second setup ran
+// 10% faster: matched by configuration, with the relative change.
+func TestCompareGolden(t *testing.T) {
+	a, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range b.Groups[1].Runs {
+		r.Measured.PublishRate *= 1.1
+	}
+	tb, err := Compare(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := tb.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.md", md.Bytes())
+	merged := Merge(a, b, "before", "after")
+	sum, err := merged.SummaryTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Rows) != 6 || !strings.HasPrefix(sum.Rows[0][0], "before: ") || !strings.HasPrefix(sum.Rows[3][0], "after: ") {
+		t.Errorf("merged summary rows: %v", sum.Rows)
+	}
+	if _, err := Compare(a, &Input{Groups: []*Group{{Label: "other", Runs: a.Groups[0].Runs}}}); err == nil {
+		t.Error("comparing inputs without a shared configuration succeeded")
+	}
+}

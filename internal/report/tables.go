@@ -34,6 +34,16 @@ func latencyCol(id, header string, pick func(m results.Aggregate) metrics.Latenc
 	}}
 }
 
+// sysCol reads the measurement phase's mean resource use.
+func sysCol(id, header string, f func(s *results.System) float64) column {
+	return column{id: id, header: header, digits: 1, num: func(r *results.Run) float64 {
+		if r.Measured.System == nil {
+			return math.NaN()
+		}
+		return f(r.Measured.System)
+	}}
+}
+
 func pub(m results.Aggregate) metrics.Latency { return m.PublishLatency }
 func e2e(m results.Aggregate) metrics.Latency { return m.EndToEndLatency }
 
@@ -85,6 +95,17 @@ var columns = func() map[string]column {
 		{id: "lost", header: "Lost", num: func(r *results.Run) float64 { return float64(r.Counts.Lost) }},
 		{id: "duplicated", header: "Duplicated", num: func(r *results.Run) float64 { return float64(r.Counts.Duplicated) }},
 		{id: "costPerBillion", header: "Cost per billion msgs", digits: 2, num: costPerBillion},
+		sysCol("cpuUser", "CPU user (%)", func(s *results.System) float64 { return s.CPUUser }),
+		sysCol("cpuSystem", "CPU system (%)", func(s *results.System) float64 { return s.CPUSystem }),
+		sysCol("cpuIowait", "CPU iowait (%)", func(s *results.System) float64 { return s.CPUIowait }),
+		sysCol("clientCPU", "brokerbench CPU (% of a core)", func(s *results.System) float64 { return s.ClientCPU }),
+		sysCol("brokerCPU", "Broker CPU (% of a core)", func(s *results.System) float64 {
+			if !s.BrokerSampled {
+				return math.NaN()
+			}
+			return s.BrokerCPU
+		}),
+		sysCol("diskWriteMBps", "Disk writes (MB/s)", func(s *results.System) float64 { return s.DiskWriteMBps }),
 	}
 	m := map[string]column{}
 	for _, c := range cols {
@@ -140,6 +161,11 @@ func (in *Input) summaryColumns() ([]column, error) {
 	}
 	var cols []column
 	for _, id := range ids {
+		if id == "configuration" {
+			// Filled from the group's label by SummaryTable.
+			cols = append(cols, column{id: id, header: "Configuration", text: func(*results.Run) string { return "" }})
+			continue
+		}
 		c, ok := columns[id]
 		if !ok && slices.Contains(in.sweptParams(), id) {
 			name := id
@@ -175,22 +201,31 @@ func (in *Input) SummaryTable() (*Table, error) {
 			t.CSVHeaders = append(t.CSVHeaders, c.id+"_min", c.id+"_max")
 		}
 	}
-	var rowsOf [][]*results.Run
+	type rowRuns struct {
+		label string
+		runs  []*results.Run
+	}
+	var rowsOf []rowRuns
 	for _, g := range in.Groups {
 		if perRun {
 			for _, r := range g.Runs {
-				rowsOf = append(rowsOf, []*results.Run{r})
+				rowsOf = append(rowsOf, rowRuns{g.Label, []*results.Run{r}})
 			}
 		} else {
-			rowsOf = append(rowsOf, g.Runs)
+			rowsOf = append(rowsOf, rowRuns{g.Label, g.Runs})
 		}
 	}
-	for _, runs := range rowsOf {
+	for _, rr := range rowsOf {
+		runs := rr.runs
 		var row, csvRow []string
 		for _, c := range cols {
 			if c.text != nil {
-				row = append(row, c.text(runs[0]))
-				csvRow = append(csvRow, c.text(runs[0]))
+				v := c.text(runs[0])
+				if c.id == "configuration" {
+					v = rr.label
+				}
+				row = append(row, v)
+				csvRow = append(csvRow, v)
 				continue
 			}
 			var vals []float64

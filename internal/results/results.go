@@ -122,12 +122,40 @@ type Interval struct {
 	Phase        Phase   `json:"phase"`
 	Backlog      int64   `json:"backlog"`
 	Traffic
+	// System is the machine's and processes' resource use in the
+	// interval, when sampled.
+	System *System `json:"system,omitempty"`
+}
+
+// System is resource use over a stretch of time, from /proc. CPU figures
+// of the machine are percentages of all cores; a process's CPU is a
+// percentage of one core (200 = two cores busy).
+type System struct {
+	CPUUser       float64 `json:"cpuUser"`
+	CPUSystem     float64 `json:"cpuSystem"`
+	CPUIowait     float64 `json:"cpuIowait"`
+	CPUIdle       float64 `json:"cpuIdle"`
+	DiskReadMBps  float64 `json:"diskReadMBps"`
+	DiskWriteMBps float64 `json:"diskWriteMBps"`
+	// NetRxMBps and NetTxMBps count every interface, loopback included.
+	NetRxMBps   float64 `json:"netRxMBps"`
+	NetTxMBps   float64 `json:"netTxMBps"`
+	ClientCPU   float64 `json:"clientCpu"`
+	ClientRSSMB float64 `json:"clientRssMB"`
+	// BrokerSampled says whether the broker process was sampled (only a
+	// broker on this machine whose PID brokerbench knows).
+	BrokerSampled bool    `json:"brokerSampled"`
+	BrokerCPU     float64 `json:"brokerCpu"`
+	BrokerRSSMB   float64 `json:"brokerRssMB"`
 }
 
 // Aggregate summarises the measurement phase.
 type Aggregate struct {
 	DurationSeconds float64 `json:"durationSeconds"`
 	Traffic
+	// System is the mean of the measurement intervals' resource use
+	// (memory: the largest), when sampled.
+	System *System `json:"system,omitempty"`
 }
 
 // Counts is the run's message accounting.

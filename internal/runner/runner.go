@@ -59,6 +59,9 @@ type Config struct {
 	// counts are then empty; the measured aggregate's counts and rates come
 	// from the counters.
 	NoLatencyRecording bool
+	// SampleSystem, if set, is called at the end of every interval for the
+	// machine's resource use since the previous call.
+	SampleSystem func() *results.System
 	// KeepTopics leaves the topics in place after the run.
 	KeepTopics bool
 	// Progress, if set, is called after every interval from one goroutine.
@@ -323,6 +326,9 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		Backlog: t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
 		Traffic: traffic(c.pub, c.lag, c.e2e, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
+	if c.r.cfg.SampleSystem != nil {
+		iv.System = c.r.cfg.SampleSystem()
+	}
 	if phase == results.Measure || phase == results.BacklogDrain {
 		c.aggPub.Merge(c.pub)
 		c.aggLag.Merge(c.lag)
@@ -498,6 +504,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		Traffic:         traffic(c.aggPub, c.aggLag, c.aggE2E, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
 	}
 	m := &r.res.Measured
+	m.System = meanSystem(r.res.Intervals)
 	if r.cfg.NoLatencyRecording && secs > 0 {
 		m.Sent, m.Acked = measureEnd.sent-c.measureStart.sent, measureEnd.acked-c.measureStart.acked
 		m.Consumed = measureEnd.consumed - c.measureStart.consumed
@@ -633,4 +640,41 @@ func (r *run) closeWhenConsumed(ctx context.Context, n int64, done chan<- struct
 		}
 	}
 	close(done)
+}
+
+// meanSystem averages the measurement intervals' resource use; memory is
+// the largest seen. Nil if none was sampled.
+func meanSystem(intervals []results.Interval) *results.System {
+	var sum results.System
+	n := 0
+	for _, iv := range intervals {
+		s := iv.System
+		if s == nil || (iv.Phase != results.Measure && iv.Phase != results.BacklogDrain) {
+			continue
+		}
+		n++
+		sum.CPUUser += s.CPUUser
+		sum.CPUSystem += s.CPUSystem
+		sum.CPUIowait += s.CPUIowait
+		sum.CPUIdle += s.CPUIdle
+		sum.DiskReadMBps += s.DiskReadMBps
+		sum.DiskWriteMBps += s.DiskWriteMBps
+		sum.NetRxMBps += s.NetRxMBps
+		sum.NetTxMBps += s.NetTxMBps
+		sum.ClientCPU += s.ClientCPU
+		sum.BrokerCPU += s.BrokerCPU
+		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
+		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
+		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
+	}
+	if n == 0 {
+		return nil
+	}
+	f := float64(n)
+	return &results.System{
+		CPUUser: sum.CPUUser / f, CPUSystem: sum.CPUSystem / f, CPUIowait: sum.CPUIowait / f, CPUIdle: sum.CPUIdle / f,
+		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
+		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,
+		BrokerSampled: sum.BrokerSampled,
+	}
 }

@@ -1,0 +1,209 @@
+// Package sysmetrics samples the machine's and chosen processes' resource
+// use from Linux's /proc: CPU time split into user, system, iowait and idle,
+// disk and network bytes, and each process's CPU and resident memory.
+// Consecutive samples become rates over the time between them.
+package sysmetrics
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// clockTicks is USER_HZ, the unit of /proc CPU times; 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// Sampler turns /proc readings into per-interval rates. It is not safe for
+// concurrent use. On systems without /proc it samples nothing.
+type Sampler struct {
+	procRoot  string
+	sysRoot   string
+	clientPID int
+	brokerPID int
+	last      *snapshot
+}
+
+// New returns a sampler of this process (the client) and, if brokerPID is
+// not zero, of the broker process. It takes a first reading at once.
+func New(brokerPID int) *Sampler {
+	s := &Sampler{procRoot: "/proc", sysRoot: "/sys", clientPID: os.Getpid(), brokerPID: brokerPID}
+	s.last = s.read()
+	return s
+}
+
+type snapshot struct {
+	at                     time.Time
+	user, system, iowait   uint64 // all cores, clock ticks
+	idle, total            uint64
+	diskRead, diskWrite    uint64 // bytes
+	netRx, netTx           uint64 // bytes
+	clientCPU, brokerCPU   uint64 // clock ticks
+	clientRSS, brokerRSS   uint64 // bytes
+	clientOK, brokerOK, ok bool
+}
+
+// Sample returns the resource use since the previous call (or since New);
+// nil where /proc cannot be read.
+func (s *Sampler) Sample() *results.System {
+	cur := s.read()
+	prev := s.last
+	s.last = cur
+	if !cur.ok || !prev.ok {
+		return nil
+	}
+	secs := cur.at.Sub(prev.at).Seconds()
+	if secs <= 0 {
+		return nil
+	}
+	pct := func(a, b uint64) float64 {
+		total := float64(cur.total - prev.total)
+		if total <= 0 || a < b {
+			return 0
+		}
+		return float64(a-b) / total * 100
+	}
+	rate := func(a, b uint64) float64 {
+		if a < b {
+			return 0
+		}
+		return float64(a-b) / secs / 1e6
+	}
+	sys := &results.System{
+		CPUUser: pct(cur.user, prev.user), CPUSystem: pct(cur.system, prev.system),
+		CPUIowait: pct(cur.iowait, prev.iowait), CPUIdle: pct(cur.idle, prev.idle),
+		DiskReadMBps: rate(cur.diskRead, prev.diskRead), DiskWriteMBps: rate(cur.diskWrite, prev.diskWrite),
+		NetRxMBps: rate(cur.netRx, prev.netRx), NetTxMBps: rate(cur.netTx, prev.netTx),
+	}
+	procCPU := func(a, b uint64) float64 {
+		if a < b {
+			return 0
+		}
+		return float64(a-b) / clockTicks / secs * 100
+	}
+	if cur.clientOK && prev.clientOK {
+		sys.ClientCPU, sys.ClientRSSMB = procCPU(cur.clientCPU, prev.clientCPU), float64(cur.clientRSS)/(1<<20)
+	}
+	if cur.brokerOK && prev.brokerOK {
+		sys.BrokerCPU, sys.BrokerRSSMB = procCPU(cur.brokerCPU, prev.brokerCPU), float64(cur.brokerRSS)/(1<<20)
+		sys.BrokerSampled = true
+	}
+	return sys
+}
+
+func (s *Sampler) read() *snapshot {
+	sn := &snapshot{at: time.Now()}
+	sn.ok = s.readCPU(sn) == nil
+	s.readDisks(sn)
+	s.readNet(sn)
+	sn.clientCPU, sn.clientRSS, sn.clientOK = s.readProc(s.clientPID)
+	if s.brokerPID > 0 {
+		sn.brokerCPU, sn.brokerRSS, sn.brokerOK = s.readProc(s.brokerPID)
+	}
+	return sn
+}
+
+// readCPU reads the aggregate "cpu" line of /proc/stat.
+func (s *Sampler) readCPU(sn *snapshot) error {
+	data, err := os.ReadFile(filepath.Join(s.procRoot, "stat"))
+	if err != nil {
+		return err
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return os.ErrInvalid
+	}
+	var v [10]uint64
+	for i := 1; i < len(f) && i <= 10; i++ {
+		v[i-1], _ = strconv.ParseUint(f[i], 10, 64)
+	}
+	// user nice system idle iowait irq softirq steal guest guest_nice;
+	// guest time is already counted in user.
+	sn.user, sn.system, sn.idle, sn.iowait = v[0]+v[1], v[2]+v[5]+v[6], v[3], v[4]
+	sn.total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
+	return nil
+}
+
+// readDisks sums sectors read and written over whole disks (not
+// partitions, loop or RAM devices).
+func (s *Sampler) readDisks(sn *snapshot) {
+	f, err := os.Open(filepath.Join(s.procRoot, "diskstats"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) < 10 {
+			continue
+		}
+		name := fl[2]
+		if strings.HasPrefix(name, "loop") || strings.HasPrefix(name, "ram") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(s.sysRoot, "block", name)); err != nil {
+			continue // a partition, or not a block device we can place
+		}
+		read, _ := strconv.ParseUint(fl[5], 10, 64)
+		written, _ := strconv.ParseUint(fl[9], 10, 64)
+		sn.diskRead += read * 512
+		sn.diskWrite += written * 512
+	}
+}
+
+// readNet sums bytes received and sent over every interface, loopback
+// included (a local broker's traffic is on loopback).
+func (s *Sampler) readNet(sn *snapshot) {
+	f, err := os.Open(filepath.Join(s.procRoot, "net", "dev"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		_, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fl := strings.Fields(rest)
+		if len(fl) < 9 {
+			continue
+		}
+		rx, _ := strconv.ParseUint(fl[0], 10, 64)
+		tx, _ := strconv.ParseUint(fl[8], 10, 64)
+		sn.netRx += rx
+		sn.netTx += tx
+	}
+}
+
+// readProc returns a process's CPU time (user + system, clock ticks) and
+// resident memory.
+func (s *Sampler) readProc(pid int) (cpu, rss uint64, ok bool) {
+	dir := filepath.Join(s.procRoot, strconv.Itoa(pid))
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15, rss (pages) 24.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 22 {
+		return 0, 0, false
+	}
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	pages, _ := strconv.ParseUint(f[21], 10, 64)
+	return utime + stime, pages * uint64(os.Getpagesize()), true
+}

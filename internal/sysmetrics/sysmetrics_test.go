@@ -1,0 +1,89 @@
+package sysmetrics
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// fakeProc writes a /proc and /sys tree with the given counters.
+func fakeProc(t *testing.T, root string, user, system, idle, iowait, sectorsRead, sectorsWritten, rx, tx, procTicks, rssPages uint64) {
+	t.Helper()
+	write := func(rel, text string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("proc/stat", fmt.Sprintf("cpu  %d 0 %d %d %d 0 0 0 0 0\ncpu0 1 2 3 4\n", user, system, idle, iowait))
+	write("proc/diskstats", fmt.Sprintf(
+		"   8       0 sda 10 0 %d 0 20 0 %d 0 0 0 0\n   8       1 sda1 10 0 999999 0 20 0 999999 0 0 0 0\n   7       0 loop0 1 0 777 0 1 0 777 0 0 0 0\n", sectorsRead, sectorsWritten))
+	write("sys/block/sda/size", "1\n")
+	write("proc/net/dev", fmt.Sprintf("Inter-|   Receive |  Transmit\n face |bytes packets|bytes\n    lo: %d 1 0 0 0 0 0 0 %d 1 0 0 0 0 0 0\n", rx, tx))
+	// pid 42: "(name with) spaces" exercises the parenthesis handling.
+	write("proc/42/stat", fmt.Sprintf("42 (java (x) y) S 1 1 1 0 -1 0 0 0 0 0 %d %d 0 0 20 0 50 0 100 1000 %d 0 0\n", procTicks/2, procTicks-procTicks/2, rssPages))
+}
+
+func TestSampleRates(t *testing.T) {
+	root := t.TempDir()
+	fakeProc(t, root, 100, 50, 800, 50, 0, 0, 0, 0, 0, 1000)
+	s := &Sampler{procRoot: filepath.Join(root, "proc"), sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokerPID: 42}
+	s.last = s.read()
+	s.last.at = s.last.at.Add(-2 * time.Second) // two seconds ago
+	// In 2 s on 2 cores (400 ticks): 100 user, 40 system, 60 iowait, 200
+	// idle; 4 MB read and 8 MB written; 20 MB received; the process used
+	// 150 ticks (75% of a core).
+	fakeProc(t, root, 200, 90, 1000, 110, 8192, 16384, 20e6, 10e6, 150, 2000)
+	got := s.Sample()
+	if got == nil {
+		t.Fatal("no sample")
+	}
+	near := func(name string, v, want float64) {
+		t.Helper()
+		if math.Abs(v-want) > 0.05*math.Max(1, want) {
+			t.Errorf("%s = %.3f, want %.3f", name, v, want)
+		}
+	}
+	near("user %", got.CPUUser, 25)
+	near("system %", got.CPUSystem, 10)
+	near("iowait %", got.CPUIowait, 15)
+	near("idle %", got.CPUIdle, 50)
+	near("disk read MB/s", got.DiskReadMBps, 8192*512/2/1e6)
+	near("disk write MB/s", got.DiskWriteMBps, 16384*512/2/1e6)
+	near("net rx MB/s", got.NetRxMBps, 10)
+	near("net tx MB/s", got.NetTxMBps, 5)
+	near("process CPU %", got.BrokerCPU, 75)
+	near("process RSS MB", got.BrokerRSSMB, float64(2000*os.Getpagesize())/(1<<20))
+	if !got.BrokerSampled {
+		t.Error("broker not marked sampled")
+	}
+}
+
+// TestSampleThisProcess samples the real /proc while this process burns CPU.
+func TestSampleThisProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	s := New(0)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	got := s.Sample()
+	if got == nil {
+		t.Fatal("no sample from /proc")
+	}
+	if got.ClientCPU < 20 || got.ClientRSSMB <= 0 || got.BrokerSampled {
+		t.Errorf("sample %+v after 300 ms of busy loop (%d)", got, x)
+	}
+	if sum := got.CPUUser + got.CPUSystem + got.CPUIowait + got.CPUIdle; sum < 80 || sum > 101 {
+		t.Errorf("CPU shares sum to %.1f%%", sum)
+	}
+}
