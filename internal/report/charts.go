@@ -80,6 +80,10 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 	p.Y.Label.Text = yLabel
 	p.Legend.Top = true
 	p.Legend.Left = false
+	// Keep legend text inside the drawing: it is right-aligned to the plot
+	// area's edge, which the SVG would otherwise clip.
+	p.Legend.XOffs = -vg.Points(14)
+	p.Legend.YOffs = -vg.Points(2)
 	p.Add(plotter.NewGrid())
 	if logX {
 		p.X.Scale = plot.LogScale{}
@@ -117,6 +121,12 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 		if s.label != "" {
 			p.Legend.Add(s.label, line)
 		}
+	}
+	if !logY {
+		p.Y.Min = 0 // rates and latencies from zero: no exaggerated differences
+	}
+	if logX && p.X.Max > 0 {
+		p.X.Max *= 1.6 // room for the last tick label
 	}
 	w, err := p.WriterTo(chartWidth, chartHeight, "svg")
 	if err != nil {
@@ -161,6 +171,9 @@ func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.In
 		for _, r := range g.Runs {
 			s := series{label: runLabel(g, r)}
 			for _, iv := range r.Intervals {
+				if iv.Phase == results.Drain {
+					continue // after the producers stopped
+				}
 				if v := value(iv); !math.IsNaN(v) {
 					s.xy = append(s.xy, plotter.XY{X: iv.EndSeconds, Y: v})
 				}
@@ -244,7 +257,7 @@ func (in *Input) sweepCharts() ([]Chart, error) {
 			ss = append(ss, *s)
 		}
 		title := "Throughput by " + name
-		svg, err := render(title, name, "msgs/s (median of iterations, range as bars)", true, false, ss)
+		svg, err := render(title, name, "msgs/s (median, range as bars)", true, false, ss)
 		if err != nil {
 			return nil, err
 		}
