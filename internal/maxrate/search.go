@@ -90,8 +90,10 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 		switch {
 		case math.IsInf(failed, 1) && rate >= ceiling:
 			return out, nil // held at the ceiling: nothing above to try
+		case math.IsInf(failed, 1) && 2*rate >= 0.99*ceiling:
+			rate = ceiling // within 1%: try the ceiling itself
 		case math.IsInf(failed, 1):
-			rate = min(2*rate, ceiling)
+			rate = 2 * rate
 		case held == 0:
 			rate /= 2
 		case (failed-held)/failed <= cfg.Precision:

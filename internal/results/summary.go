@@ -76,6 +76,9 @@ func PrintSummary(out io.Writer, r *Run) {
 		}
 		if mr.Rate > 0 {
 			fmt.Fprintf(out, "   MAX SUSTAINABLE RATE: %.0f msg/s (%.2f MB/s); the figures above are that step's\n", mr.Rate, mr.Rate*float64(w.MessageSize)/1e6)
+			if mr.Rate >= mr.Ceiling {
+				fmt.Fprintf(out, "   (that is the unthrottled ceiling: the broker sustained all the producers could send; add producers to find the broker's own limit)\n")
+			}
 		} else {
 			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
 		}
