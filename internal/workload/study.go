@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,49 +324,36 @@ func checkSweepValue(name, val string) error {
 
 // setField sets the workload field a sweep names from its text value.
 func (w *Workload) setField(name, val string) error {
-	i, ierr := strconv.Atoi(val)
-	switch name {
-	case "rate":
+	counts := map[string]*int{
+		"messageSize": &w.MessageSize, "partitionsPerTopic": &w.PartitionsPerTopic, "topics": &w.Topics,
+		"producersPerTopic": &w.ProducersPerTopic, "subscriptionsPerTopic": &w.SubscriptionsPerTopic,
+		"consumersPerSubscription": &w.ConsumersPerSubscription, "replicationFactor": &w.ReplicationFactor,
+	}
+	amounts := map[string]*float64{"rate": &w.ProducerRate, "consumerBacklogSizeGB": &w.ConsumerBacklogSizeGB}
+	if dst, ok := counts[name]; ok {
+		i, err := strconv.Atoi(val)
+		if err != nil || i < 0 {
+			return fmt.Errorf("value %q of %s is not a non-negative whole number", val, name)
+		}
+		*dst = i
+		return nil
+	}
+	if dst, ok := amounts[name]; ok {
 		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || f < 0 {
-			return fmt.Errorf("value %q is not a rate in msg/s (0 = max rate)", val)
+		if err != nil || f < 0 || math.IsInf(f, 0) {
+			return fmt.Errorf("value %q of %s is not a non-negative number", val, name)
 		}
-		w.ProducerRate = f
-		return nil
-	case "consumerBacklogSizeGB":
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || f < 0 {
-			return fmt.Errorf("value %q is not a size in GB", val)
-		}
-		w.ConsumerBacklogSizeGB = f
-		return nil
-	case "messages":
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("value %q is not a message count", val)
-		}
-		w.MessageLimit = n
+		*dst = f
 		return nil
 	}
-	if ierr != nil || i < 0 {
-		return fmt.Errorf("value %q of %s is not a non-negative whole number", val, name)
+	if name != "messages" {
+		return fmt.Errorf("%s cannot be swept; sweep one of %s", name, strings.Join(sweepFields, ", "))
 	}
-	switch name {
-	case "messageSize":
-		w.MessageSize = i
-	case "partitionsPerTopic":
-		w.PartitionsPerTopic = i
-	case "topics":
-		w.Topics = i
-	case "producersPerTopic":
-		w.ProducersPerTopic = i
-	case "subscriptionsPerTopic":
-		w.SubscriptionsPerTopic = i
-	case "consumersPerSubscription":
-		w.ConsumersPerSubscription = i
-	case "replicationFactor":
-		w.ReplicationFactor = i
+	n, err := strconv.ParseInt(val, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("value %q of %s is not a message count", val, name)
 	}
+	w.MessageLimit = n
 	return nil
 }
 
