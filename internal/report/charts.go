@@ -318,6 +318,18 @@ func (in *Input) Charts() ([]Chart, error) {
 		{"publish-rate", "Publish rate", "msgs/s", func(iv results.Interval) float64 { return iv.PublishRate }},
 		{"consume-rate", "Consume rate", "msgs/s", func(iv results.Interval) float64 { return iv.ConsumeRate }},
 		{"backlog", "Backlog", "messages", func(iv results.Interval) float64 { return float64(iv.Backlog) }},
+		{"publish-latency-p50", "Publish latency p50 per interval", "ms", func(iv results.Interval) float64 {
+			if iv.PublishLatency.Count == 0 {
+				return nan
+			}
+			return iv.PublishLatency.P50
+		}},
+		{"e2e-latency-p50", "End-to-end latency p50 per interval", "ms", func(iv results.Interval) float64 {
+			if iv.EndToEndLatency.Count == 0 {
+				return nan
+			}
+			return iv.EndToEndLatency.P50
+		}},
 		{"publish-latency-p99", "Publish latency p99 per interval", "ms", func(iv results.Interval) float64 {
 			if iv.PublishLatency.Count == 0 {
 				return nan
