@@ -133,12 +133,12 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	fmt.Fprintf(io.Out, "study %s: %d done, %d skipped, %d failed, %d partial of %d runs in %s; results in %s\n",
 		s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(runs),
 		time.Since(start).Round(time.Second), dir)
-	if in, lerr := report.Load([]string{dir}); lerr == nil {
-		if w, werr := writeReport(in, filepath.Join(dir, "report.html")); werr == nil {
-			fmt.Fprintf(io.Out, "report: %s\n", w.HTML)
-		} else {
-			fmt.Fprintln(io.Err, werr)
-		}
+	if in, lerr := report.Load([]string{dir}); lerr != nil {
+		fmt.Fprintf(io.Err, "no report: %v\n", lerr)
+	} else if w, werr := writeReport(in, filepath.Join(dir, "report.html")); werr != nil {
+		fmt.Fprintln(io.Err, werr)
+	} else {
+		fmt.Fprintf(io.Out, "report: %s\n", w.HTML)
 	}
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
