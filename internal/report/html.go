@@ -132,6 +132,11 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	}
 	base := strings.TrimSuffix(filepath.Base(htmlPath), filepath.Ext(htmlPath))
 	filesDir := filepath.Join(filepath.Dir(htmlPath), base+"-files")
+	// The directory belongs to this report: files of an earlier version of
+	// it (a chart no longer drawn) must not linger.
+	if err := os.RemoveAll(filesDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filesDir, 0o755); err != nil {
 		return nil, err
 	}

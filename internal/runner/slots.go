@@ -18,7 +18,7 @@ type slotPool struct {
 }
 
 func newSlotPool(n int) *slotPool {
-	p := &slotPool{freed: make([]int, n, n), wake: make(chan struct{}, 1)}
+	p := &slotPool{freed: make([]int, n), wake: make(chan struct{}, 1)}
 	for i := range p.freed {
 		p.freed[i] = i
 	}
