@@ -171,9 +171,14 @@ type Counts struct {
 	Foreign int64 `json:"foreign"`
 	// Unacked counts messages whose outcome was unknown when the run ended.
 	Unacked int64 `json:"unacked"`
-	// Lost counts acknowledged messages that a subscription never received,
-	// summed over subscriptions.
+	// Lost counts acknowledged messages that a subscription never received
+	// although it consumed everything the broker stored, summed over
+	// subscriptions.
 	Lost int64 `json:"lost"`
+	// Undelivered counts acknowledged messages not yet received when the
+	// run ended without the consumers catching up (interrupted, or the
+	// drain timed out): they may still be in the broker.
+	Undelivered int64 `json:"undelivered"`
 	// Duplicated counts deliveries of a message the same subscription had
 	// already received, summed over subscriptions.
 	Duplicated int64 `json:"duplicated"`
@@ -203,6 +208,7 @@ type SubscriptionCounts struct {
 	// Delivered counts distinct messages received.
 	Delivered       int64 `json:"delivered"`
 	Lost            int64 `json:"lost"`
+	Undelivered     int64 `json:"undelivered"`
 	Duplicated      int64 `json:"duplicated"`
 	FailedDelivered int64 `json:"failedDelivered"`
 	Unexpected      int64 `json:"unexpected"`

@@ -51,6 +51,9 @@ func PrintSummary(out io.Writer, r *Run) {
 		fmt.Fprintf(out, ", stored by broker %d", *c.StoredByBroker)
 	}
 	fmt.Fprintln(out)
+	if c.Undelivered > 0 {
+		fmt.Fprintf(out, "   undelivered: %d acknowledged messages not consumed when the run ended before the consumers caught up (not counted as lost)\n", c.Undelivered)
+	}
 	if c.FailedDelivered > 0 || c.Unexpected > 0 || c.Foreign > 0 {
 		fmt.Fprintf(out, "   also: %d failed but delivered, %d unexpected, %d without a brokerbench header\n", c.FailedDelivered, c.Unexpected, c.Foreign)
 	}

@@ -70,7 +70,6 @@ func newProducerWorker(id uint32, p pacer.Pacer, limit int64, keys *payload.Keys
 type slotState struct {
 	intent int64  // intended send time
 	seq    uint64 // sequence number
-	busy   atomic.Bool
 }
 
 // onAck is the producer's driver.AckFunc.
@@ -90,7 +89,6 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 		w.stats.failedSeqs.Add(st.seq)
 		w.stats.failMu.Unlock()
 	}
-	st.busy.Store(false)
 	w.free.put(m.Slot)
 }
 
@@ -137,7 +135,6 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		m := &w.slots[slot]
 		st := &w.state[slot]
 		st.intent, st.seq = intended, seq
-		st.busy.Store(true)
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
 		w.stats.sent.Add(1)
@@ -146,15 +143,22 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 }
 
 // outcome reports which of the producer's messages failed and which are
-// still unresolved, for reconciliation with the consumers' records.
+// still unresolved, for reconciliation with the consumers' records. A slot
+// neither free nor in the producer's stock holds a message in flight. It
+// must be called after run has returned.
 func (w *producerWorker) outcome() accounting.Outcome {
 	o := accounting.Outcome{Sent: uint64(w.stats.sent.Load()), Failed: &accounting.SeqSet{}, Pending: &accounting.SeqSet{}}
 	w.stats.failMu.Lock()
 	w.stats.failedSeqs.CopyInto(o.Failed)
 	w.stats.failMu.Unlock()
-	for slot := range w.state {
-		if st := &w.state[slot]; st.busy.Load() {
-			o.Pending.Add(st.seq)
+	free := make([]bool, len(w.state))
+	w.free.markFree(free)
+	for _, slot := range w.stock {
+		free[slot] = true
+	}
+	for slot, isFree := range free {
+		if !isFree {
+			o.Pending.Add(w.state[slot].seq)
 		}
 	}
 	return o

@@ -96,8 +96,12 @@ type run struct {
 	consumers []*consumerStats
 	subs      []subscription
 	pausers   []driver.Pauser // consumers paused for a backlog test
-	closers   []func()
-	logf      func(string, ...any)
+	// drained is true when the consumers caught up with everything the
+	// broker stored: only then is a missing message lost rather than
+	// undelivered.
+	drained bool
+	closers []func()
+	logf    func(string, ...any)
 }
 
 func newRun(cfg Config) *run {
@@ -400,6 +404,7 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	cancelFlush()
 	drainErr := r.drain(ctx, c)
+	r.drained = drainErr == nil && !interrupted
 	r.summarise(c, measureEnd)
 	switch {
 	case interrupted:
@@ -482,7 +487,8 @@ func (r *run) drain(ctx context.Context, c *collector) error {
 			return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages consumed", r.cfg.DrainTimeout, r.totals().consumed, want())
 		}
 		if ctx.Err() != nil {
-			break
+			c.sample(results.Drain)
+			return fmt.Errorf("drain interrupted: %d of %d messages consumed", r.totals().consumed, want())
 		}
 		time.Sleep(10 * time.Millisecond)
 		if time.Since(lastSample) >= r.cfg.Interval {
@@ -586,7 +592,9 @@ func traffic(pub, lag, e2e *hdrhistogram.Histogram, failed int64, secs float64, 
 }
 
 // reconcile compares each subscription's deliveries with the producers'
-// outcomes and adds lost, duplicated and unexpected messages to cnt.
+// outcomes and adds lost, duplicated and unexpected messages to cnt. If
+// the drain did not complete (interrupted, timed out), missing messages
+// may still be in the broker: they count as undelivered, not lost.
 func (r *run) reconcile(cnt *results.Counts) {
 	outcomes := make([]accounting.Outcome, len(r.producers))
 	for i, p := range r.producers {
@@ -601,11 +609,16 @@ func (r *run) reconcile(cnt *results.Counts) {
 			}
 		}
 		res := sub.deliver.Reconcile(mine)
+		lost, undelivered := int64(res.Lost), int64(0)
+		if !r.drained {
+			lost, undelivered = 0, lost
+		}
 		cnt.Subscriptions = append(cnt.Subscriptions, results.SubscriptionCounts{
-			Name: sub.name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: int64(res.Lost),
+			Name: sub.name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: lost, Undelivered: undelivered,
 			Duplicated: res.Duplicated, FailedDelivered: int64(res.FailedDelivered), Unexpected: int64(res.Unexpected),
 		})
-		cnt.Lost += int64(res.Lost)
+		cnt.Lost += lost
+		cnt.Undelivered += undelivered
 		cnt.Duplicated += res.Duplicated
 		cnt.FailedDelivered += int64(res.FailedDelivered)
 		cnt.Unexpected += int64(res.Unexpected)

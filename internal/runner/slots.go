@@ -60,3 +60,12 @@ func (p *slotPool) take(ctx context.Context, stock []int) ([]int, bool) {
 		}
 	}
 }
+
+// markFree sets free[slot] for every slot in the free list.
+func (p *slotPool) markFree(free []bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, slot := range p.freed {
+		free[slot] = true
+	}
+}
