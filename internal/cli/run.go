@@ -39,6 +39,8 @@ type runFlags struct {
 	maxSteps     int
 	topics       string
 	pprofDir     string
+	perNodeHour  float64
+	nodes        int
 	noRecording  bool
 	quiet        bool
 	local        localFlags
@@ -99,6 +101,8 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
 	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled probe")
+	fl.Float64Var(&f.perNodeHour, "price-per-node-hour", 0, "cost of one broker node per hour: the summary and results then give the cost per billion messages")
+	fl.IntVar(&f.nodes, "nodes", 1, "number of broker nodes --price-per-node-hour applies to")
 	fl.StringVar(&f.pprofDir, "pprof", "", "write CPU and heap profiles of the load generator (cpu.pprof, heap.pprof) to this directory")
 	fl.BoolVar(&f.noRecording, "no-latency-recording", false, "record no latencies (measures what recording costs; for bench/ only)")
 	_ = fl.MarkHidden("no-latency-recording")
@@ -199,6 +203,9 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return withCode(ExitRunFailed, runErr)
 	}
 	describe(res, env, dc, drv, w)
+	if f.perNodeHour > 0 {
+		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
+	}
 	out := f.out
 	if out == "" {
 		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", safeName(w.Name), res.ID))

@@ -125,12 +125,12 @@ func ColumnIDs() []string {
 }
 
 // costPerBillion is the cost of a billion messages at the measured publish
-// rate: price per hour / messages per hour x 1e9.
+// rate.
 func costPerBillion(r *results.Run) float64 {
 	if r.Price == nil || r.Price.PerHour() <= 0 || r.Measured.PublishRate <= 0 {
 		return math.NaN()
 	}
-	return r.Price.PerHour() / (r.Measured.PublishRate * 3600) * 1e9
+	return r.Price.PerBillion(r.Measured.PublishRate)
 }
 
 // Table is a rendered table: a header row and text cells, with the numbers

@@ -235,6 +235,10 @@ type Price struct {
 // PerHour is the cost of all nodes for an hour.
 func (p *Price) PerHour() float64 { return p.PerNodeHour * float64(p.Nodes) }
 
+// PerBillion is the cost of a billion messages at rate msg/s: cost per
+// hour / messages per hour x 1e9.
+func (p *Price) PerBillion(rate float64) float64 { return p.PerHour() / (rate * 3600) * 1e9 }
+
 // Param is one swept parameter's value in a run.
 type Param struct {
 	Name  string `json:"name"`

@@ -35,6 +35,10 @@ func PrintSummary(out io.Writer, r *Run) {
 	}
 	fmt.Fprintf(out, "   measured %.1f s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
 		m.DurationSeconds, m.PublishRate, m.PublishMBps, m.ConsumeRate, m.ConsumeMBps)
+	if p := r.Price; p != nil && m.PublishRate > 0 {
+		fmt.Fprintf(out, "   cost: %.2f %s per hour (%d nodes x %.3f) = %.2f %s per billion messages published\n",
+			p.PerHour(), p.Currency, p.Nodes, p.PerNodeHour, p.PerBillion(m.PublishRate), p.Currency)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "latency (ms)\tcount\tmean\tp50\tp75\tp95\tp99\tp99.9\tp99.99\tmax\t")
 	row := func(name string, l metrics.Latency) {
