@@ -33,6 +33,7 @@ type runFlags struct {
 	keepTopics   bool
 	interval     time.Duration
 	drainTimeout time.Duration
+	backlogLimit time.Duration
 	maxSendLag   time.Duration
 	findMaxRate  bool
 	slo          string
@@ -97,6 +98,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "do not delete the run's topics afterwards")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
+	fl.DurationVar(&f.backlogLimit, "backlog-timeout", 10*time.Minute, "bound on each of a backlog test's build and drain phases")
 	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
@@ -164,7 +166,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	runCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := runner.Config{
-		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout,
+		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, BacklogTimeout: f.backlogLimit,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
 		SampleSystem: tgt.systemSampler(),
 	}
