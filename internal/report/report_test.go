@@ -182,7 +182,7 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
 		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1400,3000"}
 	run := func(extra ...string) (stdout, stderr string) {
 		cmd := exec.Command(browser, append(append(args, extra...), "file://"+html)...)
