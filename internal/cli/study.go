@@ -36,9 +36,11 @@ func newStudyCmd(io IO) *cobra.Command {
 		Long: `study expands a study file into its runs and makes them one after another,
 writing each run's results to OUT/runs/KEY.json and the study's index to
 OUT/study.json. Run it again with the same --out to resume: finished runs
-are kept, partial and missing ones are made. Setups that need a capability
-brokerbench does not have yet (multi-broker clusters, fault injection) are
-listed as skipped with the reason.
+are kept, partial and missing ones are made. Without --broker the runs go
+to the local single-node broker, and setups with several brokers are
+skipped with the reason; with --broker they run on the cluster given.
+Setups that need network shaping or fault injection are skipped until
+brokerbench has those capabilities.
 
 --scale quick shrinks every run (the study's quick: section, default 1 s
 warmup and 5 s measurement) so a whole study takes minutes; --scale full
@@ -81,7 +83,14 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if err != nil {
 		return "", err
 	}
-	runs, err := study.Plan(s, scale)
+	tgt := newTarget(io, f.broker, f.local)
+	brokers := 1
+	if f.broker != "" {
+		if brokers, err = tgt.brokers(ctx, probeDriver(s)); err != nil {
+			return "", err
+		}
+	}
+	runs, err := study.Plan(s, scale, study.Target{Brokers: brokers})
 	if err != nil {
 		return "", err
 	}
@@ -101,7 +110,6 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tgt := newTarget(io, f.broker, f.local)
 	exec := func(ctx context.Context, r study.Run) (*results.Run, error) {
 		drv, env, err := tgt.connect(ctx, r.Driver)
 		if err != nil {
@@ -149,4 +157,20 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		return dir, withCode(ExitRunFailed, fmt.Errorf("%d runs failed and %d are partial; see %s", counts[study.Failed], counts[study.Partial], filepath.Join(dir, "study.json")))
 	}
 	return dir, nil
+}
+
+// probeDriver is the driver config used to ask the target how many brokers
+// it has: the first setup's or workload's, else Kafka's defaults.
+func probeDriver(s *workload.Study) *workload.DriverConfig {
+	for _, st := range s.Setups {
+		if st.Driver != nil {
+			return st.Driver
+		}
+	}
+	for _, w := range s.Workloads {
+		if w.Driver != nil {
+			return w.Driver
+		}
+	}
+	return &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1}
 }

@@ -81,6 +81,26 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	return drv, env, nil
 }
 
+// brokers is the size of the target cluster: 1 for the local broker, else
+// what the driver for dc reads from the cluster (1 if it cannot tell).
+func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, error) {
+	if len(t.endpoints) == 0 {
+		if _, ok := dc.Common.Get("bootstrap.servers"); !ok {
+			return 1, nil
+		}
+	}
+	drv, _, err := t.connect(ctx, dc)
+	if err != nil {
+		return 0, err
+	}
+	defer drv.Close()
+	cs, ok := drv.(driver.ClusterSizer)
+	if !ok {
+		return 1, nil
+	}
+	return cs.Brokers(ctx)
+}
+
 // systemSampler samples this machine, and the broker process when it is
 // the local broker brokerbench manages.
 func (t *target) systemSampler() func() *results.System {

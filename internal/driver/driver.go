@@ -136,6 +136,12 @@ type StoredCounter interface {
 	StoredMessages(ctx context.Context, topic string) (int64, error)
 }
 
+// ClusterSizer is implemented by drivers that can tell how many brokers
+// the cluster has.
+type ClusterSizer interface {
+	Brokers(ctx context.Context) (int, error)
+}
+
 // Pauser is implemented by consumers that can stop receiving for a while,
 // for backlog tests. Messages already fetched when Pause is called may still
 // be delivered; after Resume, delivery continues where it stopped.

@@ -48,10 +48,18 @@ type Run struct {
 	Skip string
 }
 
+// Target says what the runs go to.
+type Target struct {
+	// Brokers is the number of brokers of the cluster the runs go to: 1
+	// for the local broker, the cluster's count for one given by address.
+	// Setups with more brokers than that are skipped.
+	Brokers int
+}
+
 // Plan expands s at scale into runs, in execution order: workload, setup,
 // sweep values (last parameter fastest), then iteration, so that the
 // iterations of one configuration run back to back.
-func Plan(s *workload.Study, scale Scale) ([]Run, error) {
+func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 	var runs []Run
 	iterations := s.Iterations
 	if scale == Quick && s.Quick.Iterations > 0 {
@@ -65,7 +73,7 @@ func Plan(s *workload.Study, scale Scale) ([]Run, error) {
 			sweep := append(slices.Clone(s.Sweep), setup.Sweep...)
 			for _, combo := range combinations(sweep) {
 				for it := 1; it <= iterations; it++ {
-					r, err := plan(s, base, setup, combo, it, scale)
+					r, err := plan(s, base, setup, combo, it, scale, target)
 					if err != nil {
 						return nil, err
 					}
@@ -78,7 +86,7 @@ func Plan(s *workload.Study, scale Scale) ([]Run, error) {
 	return runs, nil
 }
 
-func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, combo []assignment, it int, scale Scale) (Run, error) {
+func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, combo []assignment, it int, scale Scale, target Target) (Run, error) {
 	w := *base
 	var dc workload.DriverConfig
 	switch {
@@ -124,12 +132,19 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 		return Run{}, fmt.Errorf("%s: setup %s %v: %w", s.Source, setup.Name, params, err)
 	}
 	r := Run{Workload: &w, Driver: &dc, Setup: setup, Params: params, Iteration: it}
-	// This build runs single local brokers and remote clusters given by
-	// address; setups that need brokerbench to build a cluster or inject
-	// faults wait for those capabilities.
-	if setup.Needs != "" {
-		r.Skip = fmt.Sprintf("setup %q needs the %s capability (%d brokers), which brokerbench does not have yet", setup.Name, setup.Needs, setup.Brokers)
-	} else if rf := max(w.ReplicationFactor, dc.ReplicationFactor); rf > setup.Brokers {
+	// This build starts single local brokers and runs against clusters
+	// given by address; setups that need brokerbench to build a cluster,
+	// shape the network or inject faults wait for those capabilities.
+	switch {
+	case setup.Needs == "cluster" && target.Brokers >= setup.Brokers:
+		// The cluster given has the brokers the setup needs.
+	case setup.Needs == "cluster":
+		r.Skip = fmt.Sprintf("setup %q needs %d brokers and the target has %d: it waits for the cluster capability (brokerbench starting clusters), or give a cluster of that size with --broker",
+			setup.Name, setup.Brokers, target.Brokers)
+	case setup.Needs != "":
+		r.Skip = fmt.Sprintf("setup %q needs the %s capability, which brokerbench does not have yet", setup.Name, setup.Needs)
+	case max(w.ReplicationFactor, dc.ReplicationFactor) > setup.Brokers:
+		rf := max(w.ReplicationFactor, dc.ReplicationFactor)
 		r.Skip = fmt.Sprintf("replication factor %d needs at least %d brokers; setup %q has %d", rf, rf, setup.Name, setup.Brokers)
 	}
 	return r, nil

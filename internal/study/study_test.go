@@ -52,7 +52,7 @@ func load(t *testing.T) *workload.Study {
 
 func TestPlanExpandsEverything(t *testing.T) {
 	s := load(t)
-	full, err := Plan(s, Full)
+	full, err := Plan(s, Full, Target{Brokers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestPlanExpandsEverything(t *testing.T) {
 		t.Errorf("%s lost the setup's acks: %q", r.Key, v)
 	}
 
-	quick, err := Plan(s, Quick)
+	quick, err := Plan(s, Quick, Target{Brokers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +107,20 @@ func TestPlanExpandsEverything(t *testing.T) {
 		// Only runs with a message limit are capped.
 		if (w.Name == "a" && w.MessageLimit != 5000) || (w.Name == "b" && w.MessageLimit != 0) {
 			t.Errorf("%s: message limit %d", r.Key, w.MessageLimit)
+		}
+	}
+}
+
+// TestPlanOnExternalCluster: on a cluster with enough brokers, multi-broker
+// setups run instead of being skipped.
+func TestPlanOnExternalCluster(t *testing.T) {
+	runs, err := Plan(load(t), Full, Target{Brokers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Skip != "" {
+			t.Errorf("%s skipped on an external cluster: %s", r.Key, r.Skip)
 		}
 	}
 }
@@ -132,7 +146,7 @@ func TestParseStudyErrors(t *testing.T) {
 // resumes: finished runs are not made again, skipped ones are recorded.
 func TestExecuteResumes(t *testing.T) {
 	s := load(t)
-	runs, err := Plan(s, Quick)
+	runs, err := Plan(s, Quick, Target{Brokers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

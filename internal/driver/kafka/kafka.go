@@ -142,6 +142,17 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
+// Brokers implements driver.ClusterSizer from the cluster's metadata.
+func (d *Driver) Brokers(ctx context.Context) (int, error) {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	md, err := d.admin.BrokerMetadata(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read cluster metadata: %w", err)
+	}
+	return len(md.Brokers), nil
+}
+
 // StoredMessages implements driver.StoredCounter: the sum over partitions of
 // the end offsets.
 func (d *Driver) StoredMessages(ctx context.Context, topic string) (int64, error) {

@@ -200,3 +200,11 @@ func TestDefaultsFollowJavaClient(t *testing.T) {
 		t.Error("acks=all defaults to idempotence")
 	}
 }
+
+func TestBrokersCountsTheCluster(t *testing.T) {
+	d := newDriver(t)
+	n, err := d.(driver.ClusterSizer).Brokers(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("Brokers() = %d, %v; the test cluster is one broker", n, err)
+	}
+}
