@@ -21,6 +21,13 @@ func (f *localFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.heapMB, "heap-mb", 1024, "broker JVM heap in MiB")
 }
 
+// registerTarget adds --local-port to a command that runs against the local
+// broker when no address is given (run, study).
+func (f *localFlags) registerTarget(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
+	f.heapMB = 1024
+}
+
 func (f *localFlags) kafka(io IO) *local.Kafka {
 	k := local.NewKafka(f.port)
 	if f.stateDir != "" {

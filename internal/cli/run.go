@@ -109,8 +109,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.noRecording, "no-latency-recording", false, "record no latencies (measures what recording costs; for bench/ only)")
 	_ = fl.MarkHidden("no-latency-recording")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
-	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
-	f.local.heapMB = 1024
+	f.local.registerTarget(cmd)
 	return cmd
 }
 
@@ -210,7 +209,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	}
 	out := f.out
 	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", safeName(w.Name), res.ID))
+		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", results.FileName(w.Name), res.ID))
 	}
 	if err := results.Write(out, res); err != nil {
 		return withCode(ExitRunFailed, err)
@@ -317,21 +316,4 @@ func startProfiles(dir string) (stop func() error, err error) {
 		}
 		return heap.Close()
 	}, nil
-}
-
-// safeName turns a workload name into a file-name fragment.
-func safeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	if b.Len() == 0 {
-		return "run"
-	}
-	return b.String()
 }

@@ -68,8 +68,7 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
 	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval")
-	fl.IntVar(&f.local.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
-	f.local.heapMB = 1024
+	f.local.registerTarget(cmd)
 	return cmd
 }
 
@@ -106,7 +105,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	dir := f.out
 	if dir == "" {
-		dir = filepath.Join("results", safeName(s.Name)+"-"+string(scale))
+		dir = filepath.Join("results", results.FileName(s.Name)+"-"+string(scale))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -295,6 +295,12 @@ func sortSeries(s *series) {
 	s.xy, s.errLo, s.errHi = xy, lo, hi
 }
 
+// timeChart is one per-interval value charted over time.
+type timeChart struct {
+	name, title, y string
+	v              func(iv results.Interval) float64
+}
+
 // Charts renders every chart the input supports.
 func (in *Input) Charts() ([]Chart, error) {
 	var charts []Chart
@@ -311,37 +317,26 @@ func (in *Input) Charts() ([]Chart, error) {
 	}
 	charts = append(charts, sweeps...)
 	nan := math.NaN()
-	steps := []struct {
-		name, title, y string
-		v              func(iv results.Interval) float64
-	}{
+	latency := func(pick func(iv results.Interval) metrics.Latency, q func(l metrics.Latency) float64) func(iv results.Interval) float64 {
+		return func(iv results.Interval) float64 {
+			if l := pick(iv); l.Count > 0 {
+				return q(l)
+			}
+			return nan
+		}
+	}
+	pubL := func(iv results.Interval) metrics.Latency { return iv.PublishLatency }
+	e2eL := func(iv results.Interval) metrics.Latency { return iv.EndToEndLatency }
+	p50 := func(l metrics.Latency) float64 { return l.P50 }
+	p99 := func(l metrics.Latency) float64 { return l.P99 }
+	steps := []timeChart{
 		{"publish-rate", "Publish rate", "msgs/s", func(iv results.Interval) float64 { return iv.PublishRate }},
 		{"consume-rate", "Consume rate", "msgs/s", func(iv results.Interval) float64 { return iv.ConsumeRate }},
 		{"backlog", "Backlog", "messages", func(iv results.Interval) float64 { return float64(iv.Backlog) }},
-		{"publish-latency-p50", "Publish latency p50 per interval", "ms", func(iv results.Interval) float64 {
-			if iv.PublishLatency.Count == 0 {
-				return nan
-			}
-			return iv.PublishLatency.P50
-		}},
-		{"e2e-latency-p50", "End-to-end latency p50 per interval", "ms", func(iv results.Interval) float64 {
-			if iv.EndToEndLatency.Count == 0 {
-				return nan
-			}
-			return iv.EndToEndLatency.P50
-		}},
-		{"publish-latency-p99", "Publish latency p99 per interval", "ms", func(iv results.Interval) float64 {
-			if iv.PublishLatency.Count == 0 {
-				return nan
-			}
-			return iv.PublishLatency.P99
-		}},
-		{"e2e-latency-p99", "End-to-end latency p99 per interval", "ms", func(iv results.Interval) float64 {
-			if iv.EndToEndLatency.Count == 0 {
-				return nan
-			}
-			return iv.EndToEndLatency.P99
-		}},
+		{"publish-latency-p50", "Publish latency p50 per interval", "ms", latency(pubL, p50)},
+		{"e2e-latency-p50", "End-to-end latency p50 per interval", "ms", latency(e2eL, p50)},
+		{"publish-latency-p99", "Publish latency p99 per interval", "ms", latency(pubL, p99)},
+		{"e2e-latency-p99", "End-to-end latency p99 per interval", "ms", latency(e2eL, p99)},
 	}
 	if in.hasSystem() {
 		sys := func(f func(s *results.System) float64) func(iv results.Interval) float64 {
@@ -352,27 +347,22 @@ func (in *Input) Charts() ([]Chart, error) {
 				return f(iv.System)
 			}
 		}
-		steps = append(steps, []struct {
-			name, title, y string
-			v              func(iv results.Interval) float64
-		}{
-			{"cpu-busy", "Machine CPU busy (user + system + iowait)", "% of all cores", sys(func(s *results.System) float64 { return s.CPUUser + s.CPUSystem + s.CPUIowait })},
-			{"cpu-iowait", "Machine CPU iowait", "% of all cores", sys(func(s *results.System) float64 { return s.CPUIowait })},
-			{"broker-cpu", "Broker process CPU", "% of one core", sys(func(s *results.System) float64 {
+		broker := func(f func(s *results.System) float64) func(iv results.Interval) float64 {
+			return sys(func(s *results.System) float64 {
 				if !s.BrokerSampled {
 					return nan
 				}
-				return s.BrokerCPU
-			})},
+				return f(s)
+			})
+		}
+		steps = append(steps, []timeChart{
+			{"cpu-busy", "Machine CPU busy (user + system + iowait)", "% of all cores", sys(func(s *results.System) float64 { return s.CPUUser + s.CPUSystem + s.CPUIowait })},
+			{"cpu-iowait", "Machine CPU iowait", "% of all cores", sys(func(s *results.System) float64 { return s.CPUIowait })},
+			{"broker-cpu", "Broker process CPU", "% of one core", broker(func(s *results.System) float64 { return s.BrokerCPU })},
 			{"client-cpu", "brokerbench process CPU", "% of one core", sys(func(s *results.System) float64 { return s.ClientCPU })},
 			{"disk-write", "Disk writes", "MB/s", sys(func(s *results.System) float64 { return s.DiskWriteMBps })},
 			{"network", "Network received (all interfaces, loopback included)", "MB/s", sys(func(s *results.System) float64 { return s.NetRxMBps })},
-			{"broker-memory", "Broker process resident memory", "MB", sys(func(s *results.System) float64 {
-				if !s.BrokerSampled {
-					return nan
-				}
-				return s.BrokerRSSMB
-			})},
+			{"broker-memory", "Broker process resident memory", "MB", broker(func(s *results.System) float64 { return s.BrokerRSSMB })},
 		}...)
 	}
 	for _, s := range steps {

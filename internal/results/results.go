@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/metrics"
@@ -327,6 +328,25 @@ func Write(path string, v any) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return os.Rename(tmp, path)
+}
+
+// FileName turns s (a workload name, a run key) into a file-name fragment:
+// letters, digits and - _ . = are kept, anything else becomes '-'; an empty
+// s gives "run".
+func FileName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == '=':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "run"
+	}
+	return b.String()
 }
 
 // ReadJSON decodes the JSON file at path into v.

@@ -183,18 +183,5 @@ func key(wi, nWorkloads int, workloadName, setup string, combo []assignment, it 
 		parts = append(parts, a.param.Name+"="+a.value)
 	}
 	parts = append(parts, fmt.Sprintf("it%d", it))
-	return safe(strings.Join(parts, "_"))
-}
-
-func safe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == '=':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
+	return results.FileName(strings.Join(parts, "_"))
 }
