@@ -123,11 +123,7 @@ func TestOrder(t *testing.T) {
 		{0, 1, 0, false}, // other producer
 		{0, 0, 3, false},
 	}
-	late := 0
 	for i, s := range steps {
-		if s.late {
-			late++
-		}
 		if got := o.Observe(s.partition, s.producer, s.seq); got != s.late {
 			t.Fatalf("step %d Observe(%d,%d,%d) = %v, want %v", i, s.partition, s.producer, s.seq, got, s.late)
 		}
