@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -562,13 +563,17 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
 		tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
 		lagLimit := float64(r.cfg.MaxSendLag) / 1e6
-		switch {
-		case m.PublishRate < 0.99*rate:
-			tg.Held = false
-			tg.Reason = fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate)
-		case lagLimit > 0 && m.SendLag.P99 > lagLimit:
-			tg.Held = false
-			tg.Reason = fmt.Sprintf("send lag p99 %.3f ms exceeds %.3f ms: messages left later than scheduled", m.SendLag.P99, lagLimit)
+		// Every condition that failed is named: a run can both fall short
+		// of the rate and send late, and the reader needs to know both.
+		var reasons []string
+		if m.PublishRate < 0.99*rate {
+			reasons = append(reasons, fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate))
+		}
+		if lagLimit > 0 && m.SendLag.P99 > lagLimit {
+			reasons = append(reasons, fmt.Sprintf("send lag p99 %.3f ms exceeds %.3f ms: messages left later than scheduled", m.SendLag.P99, lagLimit))
+		}
+		if len(reasons) > 0 {
+			tg.Held, tg.Reason = false, strings.Join(reasons, "; ")
 		}
 		if math.IsNaN(m.PublishRate) || secs == 0 {
 			tg.Held, tg.Reason = false, "no measurement interval completed"
