@@ -39,7 +39,7 @@ func BenchmarkProducerAck(b *testing.B) {
 		}
 		slot := w.stock[len(w.stock)-1]
 		w.stock = w.stock[:len(w.stock)-1]
-		w.state[slot].intent = clock.Now()
-		w.onAck(&w.slots[slot], nil)
+		w.slots[slot].intent = clock.Now()
+		w.onAck(&w.slots[slot].msg, nil)
 	}
 }

@@ -328,7 +328,7 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 	t := c.r.totals()
 	iv := results.Interval{
 		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
-		Backlog: t.sent*int64(c.r.w.SubscriptionsPerTopic) - t.consumed,
+		Backlog: max(0, t.sent*int64(c.r.w.SubscriptionsPerTopic)-t.consumed),
 		Traffic: traffic(c.pub, c.lag, c.e2e, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
 	if c.r.cfg.SampleSystem != nil {
