@@ -54,11 +54,16 @@ type ConsumerSpec struct {
 type Message struct {
 	Key   []byte
 	Value []byte
+	// Time is when the runner hands the message to Send, in clock
+	// nanoseconds (see package clock). A driver that stamps messages with a
+	// creation time uses it rather than reading the clock again.
+	Time int64
 	// DriverState is reserved for the driver that sends the message: it may
 	// keep per-message objects here across reuses so that sending does not
 	// allocate. The runner never reads or writes it.
 	DriverState any
-	// Slot is reserved for the runner.
+	// Slot is reserved for the runner. It is the last field so that the
+	// runner can keep its own per-message state right after it.
 	Slot int
 }
 

@@ -249,6 +249,12 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 		m.DriverState = slot
 	}
 	slot.rec = kgo.Record{Topic: p.topic, Key: m.Key, Value: m.Value, Context: &slot.ctx}
+	// The record's timestamp (CreateTime, also the start of its delivery
+	// timeout) is the runner's send time: franz-go would otherwise read the
+	// clock once more per record, about 6% of a producer's CPU at 100 B.
+	if m.Time > 0 {
+		slot.rec.Timestamp = time.Unix(0, m.Time)
+	}
 	p.cl.Produce(ctx, &slot.rec, p.promise)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var broker *testbroker.Broker
@@ -206,5 +207,45 @@ func TestBrokersCountsTheCluster(t *testing.T) {
 	n, err := d.(driver.ClusterSizer).Brokers(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("Brokers() = %d, %v; the test cluster is one broker", n, err)
+	}
+}
+
+// TestRecordTimestampIsSendTime: a message's Time becomes the record's
+// CreateTime, to the millisecond, so the broker sees the runner's send time.
+func TestRecordTimestampIsSendTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d := newDriver(t)
+	const topic = "record-timestamp"
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
+	acked := make(chan error, 1)
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: 1}, func(_ *driver.Message, err error) { acked <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendTime := time.Now().Add(-3 * time.Second).UnixNano()
+	p.Send(ctx, &driver.Message{Value: []byte("stamped"), Time: sendTime})
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	fetches := cl.PollRecords(ctx, 1)
+	if err := fetches.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fetches.Records()
+	if len(recs) != 1 {
+		t.Fatalf("fetched %d records, want 1", len(recs))
+	}
+	if got, want := recs[0].Timestamp.UnixMilli(), sendTime/1e6; got != want {
+		t.Errorf("record timestamp %d ms, want the send time %d ms", got, want)
 	}
 }
