@@ -309,8 +309,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			c.readyOnce.Do(func() { close(c.ready) })
-		}),
-		kgo.WithPools(&recordPool{}))
+		}))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
@@ -350,7 +349,6 @@ func (c *consumer) poll(ctx context.Context) {
 			r := iter.Next()
 			del.Value, del.Partition, del.Offset = r.Value, r.Partition, r.Offset
 			c.consume(&del)
-			r.Recycle() // the Delivery's Value is valid only during consume
 		}
 		if !c.autoCommit && c.committing.CompareAndSwap(false, true) {
 			go func() {
@@ -358,43 +356,6 @@ func (c *consumer) poll(ctx context.Context) {
 				_ = c.cl.CommitUncommittedOffsets(ctx)
 			}()
 		}
-	}
-}
-
-// recordPool lends franz-go the record slices it decodes fetched batches
-// into, and takes them back once every record of a batch is recycled.
-// Without it every fetched record is a fresh allocation of about 200 bytes,
-// and at millions of records per second the garbage collector costs more
-// than the consumer's own work.
-type recordPool struct {
-	mu   sync.Mutex
-	free [][]kgo.Record
-}
-
-// maxPooledSlices bounds the slices a pool keeps; a consumer needs about as
-// many as the batches of one poll.
-const maxPooledSlices = 256
-
-// GetRecords implements kgo.PoolRecords.
-func (p *recordPool) GetRecords(n int) []kgo.Record {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := len(p.free) - 1; i >= 0; i-- {
-		if s := p.free[i]; cap(s) >= n {
-			p.free[i] = p.free[len(p.free)-1]
-			p.free = p.free[:len(p.free)-1]
-			return s[:0]
-		}
-	}
-	return make([]kgo.Record, 0, n)
-}
-
-// PutRecords implements kgo.PoolRecords.
-func (p *recordPool) PutRecords(s []kgo.Record) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.free) < maxPooledSlices {
-		p.free = append(p.free, s)
 	}
 }
 

@@ -249,27 +249,3 @@ func TestRecordTimestampIsSendTime(t *testing.T) {
 		t.Errorf("record timestamp %d ms, want the send time %d ms", got, want)
 	}
 }
-
-// TestRecordPoolReuses: a slice given back is lent again for a batch that
-// fits, a larger batch gets a new slice, and the pool keeps a bounded
-// number of slices.
-func TestRecordPoolReuses(t *testing.T) {
-	var p recordPool
-	a := p.GetRecords(100)
-	if cap(a) < 100 || len(a) != 0 {
-		t.Fatalf("got len %d cap %d, want an empty slice of capacity 100", len(a), cap(a))
-	}
-	p.PutRecords(a[:cap(a)])
-	if b := p.GetRecords(200); &b[:1][0] == &a[:1][0] {
-		t.Fatal("a 100-record slice was lent for 200 records")
-	}
-	if b := p.GetRecords(50); &b[:1][0] != &a[:1][0] {
-		t.Fatal("the returned slice was not reused")
-	}
-	for range maxPooledSlices + 10 {
-		p.PutRecords(make([]kgo.Record, 1))
-	}
-	if len(p.free) != maxPooledSlices {
-		t.Fatalf("pool keeps %d slices, want at most %d", len(p.free), maxPooledSlices)
-	}
-}
