@@ -68,6 +68,13 @@ func checkOutcome(t *testing.T, out Outcome, b *broker, lo, hi float64) {
 	if len(b.runs) > 11 || b.runs[0] != 0 {
 		t.Fatalf("runs %v: want the probe first and at most 10 steps", b.runs)
 	}
+	tried := map[float64]bool{}
+	for _, r := range b.runs[1:] {
+		if tried[r] {
+			t.Fatalf("runs %v: %.0f msg/s tried twice", b.runs, r)
+		}
+		tried[r] = true
+	}
 }
 
 func TestSearchFindsCapacity(t *testing.T) {
@@ -100,12 +107,19 @@ func TestSearchRespectsSLO(t *testing.T) {
 }
 
 func TestSearchHoldsAtCeiling(t *testing.T) {
-	b := &broker{ceiling: 50_000, capacity: 1e9, saturation: 1e12}
-	out, err := Search(context.Background(), Config{Trial: b.trial})
-	if err != nil {
-		t.Fatal(err)
+	// A measured ceiling is rarely a whole number of messages per second;
+	// the search tries it once, rounded, and stops there.
+	for _, ceiling := range []float64{50_000, 50_000.4} {
+		b := &broker{ceiling: ceiling, capacity: 1e9, saturation: 1e12}
+		out, err := Search(context.Background(), Config{Trial: b.trial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutcome(t, out, b, 50_000, 50_000)
+		if len(b.runs) != 6 {
+			t.Errorf("ceiling %.1f: runs %v, want the probe and 5 doublings from ceiling/16", ceiling, b.runs)
+		}
 	}
-	checkOutcome(t, out, b, 50_000, 50_000)
 }
 
 func TestSearchNothingHolds(t *testing.T) {

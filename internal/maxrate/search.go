@@ -64,12 +64,15 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("unthrottled probe: %w", err)
 	}
-	ceiling := out.Search.Ceiling
+	// Steps are whole messages per second, the ceiling too: compared
+	// unrounded, a step at the rounded ceiling sits just below it and the
+	// search would try the same rate again and again.
+	ceiling := math.Round(out.Search.Ceiling)
 	if ceiling <= 0 {
 		return out, errors.New("unthrottled probe published nothing")
 	}
 	held, failed := 0.0, math.Inf(1)
-	rate := ceiling / 16
+	rate := math.Round(ceiling / 16)
 	for range cfg.MaxSteps {
 		res, err := cfg.Trial(ctx, rate)
 		if res == nil {
