@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -78,12 +78,7 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
-	p.Legend.Top = true
-	p.Legend.Left = false
-	// Keep legend text inside the drawing: it is right-aligned to the plot
-	// area's edge, which the SVG would otherwise clip.
-	p.Legend.XOffs = -vg.Points(14)
-	p.Legend.YOffs = -vg.Points(2)
+	var entries []legendEntry
 	p.Add(plotter.NewGrid())
 	if logX {
 		p.X.Scale = plot.LogScale{}
@@ -101,8 +96,11 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 		if err != nil {
 			return nil, fmt.Errorf("chart %q: %w", title, err)
 		}
-		c := plotutil.Color(i)
+		c := palette[i%len(palette)]
 		line.Color, points.Color = c, c
+		if i >= len(palette) { // the colours come round again: dash the lines
+			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		line.Width = vg.Points(1.5)
 		points.Shape = draw.CircleGlyph{}
 		points.Radius = vg.Points(1.5)
@@ -119,7 +117,7 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 			p.Add(bars)
 		}
 		if s.label != "" {
-			p.Legend.Add(s.label, line)
+			entries = append(entries, legendEntry{s.label, line})
 		}
 	}
 	if !logY {
@@ -128,15 +126,89 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 	if logX && p.X.Max > 0 {
 		p.X.Max *= 1.6 // room for the last tick label
 	}
-	w, err := p.WriterTo(chartWidth, chartHeight, "svg")
+	legend := newLegendStrip(entries)
+	c, err := draw.NewFormattedCanvas(chartWidth, chartHeight+legend.height, "svg")
 	if err != nil {
 		return nil, err
 	}
+	dc := draw.New(c)
+	p.Draw(draw.Crop(dc, 0, 0, legend.height, 0))
+	legend.draw(dc)
 	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
+	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return stripXMLHeader(buf.Bytes()), nil
+}
+
+// palette is ten qualitative colours that stay apart from each other
+// (Tableau 10); gonum's default seven include two near-identical reds.
+var palette = []color.Color{
+	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, color.RGBA{0xf2, 0x8e, 0x2b, 0xff}, color.RGBA{0xe1, 0x57, 0x59, 0xff},
+	color.RGBA{0x76, 0xb7, 0xb2, 0xff}, color.RGBA{0x59, 0xa1, 0x4f, 0xff}, color.RGBA{0xed, 0xc9, 0x48, 0xff},
+	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, color.RGBA{0xff, 0x9d, 0xa7, 0xff}, color.RGBA{0x9c, 0x75, 0x5f, 0xff},
+	color.RGBA{0xba, 0xb0, 0xac, 0xff},
+}
+
+// legendEntry is one line's label and the line, which draws its sample.
+type legendEntry struct {
+	label string
+	thumb plot.Thumbnailer
+}
+
+// legendStrip lays a chart's legend out below the plot, never over the
+// data: in columns as wide as the longest label, filled top to bottom.
+type legendStrip struct {
+	entries    []legendEntry
+	style      plot.Legend // text style and thumbnail width
+	cols, rows int
+	height     vg.Length // 0 without entries
+}
+
+const (
+	legendLeftMargin = vg.Length(40)
+	legendRowGap     = vg.Length(3)
+	legendStripPad   = vg.Length(6)
+)
+
+func newLegendStrip(entries []legendEntry) legendStrip {
+	l := legendStrip{entries: entries, style: plot.NewLegend()}
+	l.style.TextStyle.Font.Size = vg.Points(10)
+	if len(entries) == 0 {
+		return l
+	}
+	// Text widths are gonum's measure of its own font; a browser may draw
+	// the SVG's text in a wider one, hence the margin.
+	var widest vg.Length
+	for _, e := range entries {
+		widest = max(widest, l.style.ThumbnailWidth+1.3*l.style.TextStyle.Rectangle("   "+e.label+"   ").Max.X)
+	}
+	l.cols = max(1, min(len(entries), int((chartWidth-legendLeftMargin)/widest)))
+	l.rows = (len(entries) + l.cols - 1) / l.cols
+	rowHeight := l.style.TextStyle.Rectangle("Xg").Max.Y + legendRowGap
+	l.height = vg.Length(l.rows)*rowHeight + 2*legendStripPad
+	return l
+}
+
+// draw draws the legend into the strip at the bottom of dc.
+func (l legendStrip) draw(dc draw.Canvas) {
+	colWidth := (chartWidth - legendLeftMargin) / vg.Length(max(1, l.cols))
+	for col := range l.cols {
+		first, last := col*l.rows, min(len(l.entries), (col+1)*l.rows)
+		if first >= last {
+			break
+		}
+		part := plot.NewLegend()
+		part.Top, part.Left = true, true
+		part.TextStyle, part.ThumbnailWidth, part.Padding = l.style.TextStyle, l.style.ThumbnailWidth, legendRowGap
+		for _, e := range l.entries[first:last] {
+			part.Add(e.label, e.thumb)
+		}
+		left := legendLeftMargin + vg.Length(col)*colWidth
+		right := left + colWidth - chartWidth
+		top := l.height - legendStripPad - (dc.Max.Y - dc.Min.Y)
+		part.Draw(draw.Crop(dc, left, right, legendStripPad, top))
+	}
 }
 
 // stripXMLHeader removes the XML declaration so the SVG can be inlined in

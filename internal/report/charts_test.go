@@ -1,0 +1,69 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// TestLegendBelowPlot: the legend takes a strip of its own below the plot,
+// in columns wide enough for the longest label, so it never covers data
+// and its labels never overlap; a chart without labels has no strip.
+func TestLegendBelowPlot(t *testing.T) {
+	svgHeight := func(svg []byte) float64 {
+		m := regexp.MustCompile(`<svg[^>]*height="([0-9.]+)pt"`).FindSubmatch(svg)
+		if m == nil {
+			t.Fatalf("no height in %.200s", svg)
+		}
+		h, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	chart := func(n int) []byte {
+		ss := make([]series, n)
+		for i := range ss {
+			ss[i] = series{label: fmt.Sprintf("producers=%d / iteration #%d", i, i), xy: plotter.XYs{{X: 1, Y: float64(i)}, {X: 2, Y: float64(i + 1)}}}
+		}
+		svg, err := render("t", "x", "y", false, false, ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svg
+	}
+	unlabelled, err := render("t", "x", "y", false, false, []series{{xy: plotter.XYs{{X: 1, Y: 1}, {X: 2, Y: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := svgHeight(unlabelled); h != float64(chartHeight) {
+		t.Errorf("chart without labels is %.1f pt high, want the plot's %.1f", h, float64(chartHeight))
+	}
+	one, twelve := chart(1), chart(12)
+	if !(svgHeight(one) > float64(chartHeight) && svgHeight(twelve) > svgHeight(one)) {
+		t.Errorf("heights: plot %.1f, 1 label %.1f, 12 labels %.1f: the strip must grow with the labels", float64(chartHeight), svgHeight(one), svgHeight(twelve))
+	}
+	for i := range 12 {
+		if label := fmt.Sprintf("iteration #%d<", i); strings.Count(string(twelve), label) != 1 {
+			t.Errorf("label %q appears %d times", label, strings.Count(string(twelve), label))
+		}
+	}
+
+	entries := make([]legendEntry, 12)
+	for i := range entries {
+		entries[i].label = fmt.Sprintf("a rather long legend label, number %d", i)
+	}
+	l := newLegendStrip(entries)
+	if l.cols*l.rows < len(entries) || l.cols < 2 {
+		t.Fatalf("%d columns x %d rows for %d entries", l.cols, l.rows, len(entries))
+	}
+	colWidth := (chartWidth - legendLeftMargin) / vg.Length(l.cols)
+	if textWidth := l.style.ThumbnailWidth + l.style.TextStyle.Rectangle(" "+entries[11].label).Max.X; colWidth < textWidth {
+		t.Errorf("columns %.1f pt wide, a label needs %.1f", float64(colWidth), float64(textWidth))
+	}
+}
