@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,12 +11,14 @@ import (
 )
 
 type localFlags struct {
+	portFlag string // "port" or "local-port"
 	port     int
 	stateDir string
 	heapMB   int
 }
 
 func (f *localFlags) register(cmd *cobra.Command) {
+	f.portFlag = "port"
 	cmd.Flags().IntVar(&f.port, "port", 9092, "client port on 127.0.0.1 (the controller uses port+1)")
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "directory for data, logs and PID file (default: per port, under the brokerbench cache)")
 	cmd.Flags().IntVar(&f.heapMB, "heap-mb", 1024, "broker JVM heap in MiB")
@@ -24,8 +27,21 @@ func (f *localFlags) register(cmd *cobra.Command) {
 // registerTarget adds --local-port to a command that runs against the local
 // broker when no address is given (run, study).
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
+	f.portFlag = "local-port"
 	cmd.Flags().IntVar(&f.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
 	f.heapMB = 1024
+}
+
+// validate checks the local broker flags; flag is the port flag's name.
+func (f *localFlags) validate() error {
+	var errs []error
+	if f.port < 1 || f.port > 65534 {
+		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65534 (the controller takes the port above it), got %d", f.portFlag, f.port)})
+	}
+	if f.heapMB < 128 {
+		errs = append(errs, usageError{fmt.Errorf("--heap-mb: must be at least 128, got %d", f.heapMB)})
+	}
+	return errors.Join(errs...)
 }
 
 func (f *localFlags) kafka(io IO) *local.Kafka {
@@ -52,7 +68,7 @@ as a single KRaft node.`,
 		if len(args) != 1 || args[0] != "kafka" {
 			return usageError{fmt.Errorf("name the broker: only \"kafka\" is supported so far")}
 		}
-		return nil
+		return f.validate()
 	}
 	up := &cobra.Command{
 		Use:     "up kafka",

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,24 +112,15 @@ and its send lag p99 stays within --max-send-lag.`,
 }
 
 func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed func(string) bool) error {
+	if err := f.validate(changed); err != nil {
+		return err
+	}
 	w, err := workload.Load(path)
 	if err != nil {
 		return err
 	}
-	if changed("duration") {
-		w.Duration = f.duration
-	}
-	if changed("warmup") {
-		w.Warmup = f.warmup
-	}
-	if changed("rate") {
-		w.ProducerRate = f.rate
-	}
-	if changed("messages") {
-		w.MessageLimit = f.messages
-	}
-	if err := w.Validate(); err != nil {
-		return fmt.Errorf("after command-line overrides: %w", err)
+	if err := applyOverrides(w, cmd, changed); err != nil {
+		return err
 	}
 	var slo []maxrate.Objective
 	if f.findMaxRate {
@@ -144,6 +133,10 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	} else if changed("slo") || changed("max-steps") {
 		return usageError{errors.New("--slo and --max-steps apply only with --find-max-rate")}
 	}
+	existing := splitList(f.topics)
+	if n := len(existing); n > 0 && n != w.Topics {
+		return usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
+	}
 	dc := w.Driver
 	if f.driverFile != "" {
 		if dc, err = workload.LoadDriver(f.driverFile); err != nil {
@@ -153,29 +146,35 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if dc == nil {
 		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
 	}
-	ctx := cmd.Context()
+	// Without --out the file is named after the run's id, known only
+	// once it ran; its folder is checked now.
+	defaultOut := func(id string) string {
+		return filepath.Join("results", fmt.Sprintf("%s-%s.json", results.FileName(w.Name), id))
+	}
+	out := f.out
+	if out == "" {
+		out = defaultOut("probe")
+	}
+	if err := checkOutputs(out, f.ombJSON); err != nil {
+		return err
+	}
+	for _, n := range w.Notes {
+		fmt.Fprintf(io.Err, "note: %s\n", n)
+	}
+
+	sig := watchInterrupts(cmd.Context(), io.Err)
+	defer sig.release()
 	tgt := newTarget(io, f.broker, f.local)
-	drv, env, err := tgt.connect(ctx, dc)
+	drv, env, err := tgt.connect(sig.stop, dc)
 	if err != nil {
 		return err
 	}
-	defer drv.Close()
+	defer closeBounded(drv, sig.abandon)
 
-	// Ctrl-C or SIGTERM stops the run; what was measured is still written.
-	runCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	cfg := runner.Config{
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, BacklogTimeout: f.backlogLimit,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
-		SampleSystem: tgt.systemSampler(),
-	}
-	for _, t := range strings.Split(f.topics, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			cfg.ExistingTopics = append(cfg.ExistingTopics, t)
-		}
-	}
-	if n := len(cfg.ExistingTopics); n > 0 && n != w.Topics {
-		return usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
+		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,
 	}
 	if !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
@@ -196,53 +195,154 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	var res *results.Run
 	var runErr error
 	if f.findMaxRate {
-		res, runErr = searchMaxRate(runCtx, io, cfg, slo, f.maxSteps)
+		res, runErr = searchMaxRate(sig.stop, io, cfg, slo, f.maxSteps)
 	} else {
-		res, runErr = runner.Run(runCtx, cfg)
+		res, runErr = runner.Run(sig.stop, cfg)
 	}
 	if res == nil {
+		if errors.Is(runErr, workload.ErrInvalid) {
+			return withCode(ExitInvalidInput, runErr)
+		}
 		return withCode(ExitRunFailed, runErr)
 	}
 	describe(res, env, dc, drv, w)
+	if f.out == "" {
+		out = defaultOut(res.ID)
+	}
 	if f.perNodeHour > 0 {
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}
-	out := f.out
-	if out == "" {
-		out = filepath.Join("results", fmt.Sprintf("%s-%s.json", results.FileName(w.Name), res.ID))
-	}
-	if err := results.Write(out, res); err != nil {
-		return withCode(ExitRunFailed, err)
-	}
-	if f.ombJSON != "" {
-		if err := results.Write(f.ombJSON, results.OMB(res)); err != nil {
-			return withCode(ExitRunFailed, err)
-		}
-	}
+	return finishRun(io, res, runErr, out, f.ombJSON)
+}
+
+// finishRun prints the summary of res, writes its files (to a fallback path
+// if need be, never losing them) and returns the run's verdict as an error
+// with its exit code.
+func finishRun(io IO, res *results.Run, runErr error, out, ombOut string) error {
 	results.PrintSummary(io.Out, res)
 	partial := ""
 	if res.Partial {
 		partial = " (PARTIAL)"
 	}
-	fmt.Fprintf(io.Out, "results: %s%s\n", out, partial)
-	if f.ombJSON != "" {
-		fmt.Fprintf(io.Out, "OMB results: %s\n", f.ombJSON)
+	var writeErrs []error
+	if written, err := results.WriteOrFallback(out, res); err != nil {
+		writeErrs = append(writeErrs, err)
+		if written != "" {
+			fmt.Fprintf(io.Out, "results: could not write %s (%v); saved to %s%s instead\n", out, err, written, partial)
+		}
+	} else {
+		fmt.Fprintf(io.Out, "results: %s%s\n", written, partial)
 	}
+	if ombOut != "" {
+		if written, err := results.WriteOrFallback(ombOut, results.OMB(res)); err != nil {
+			writeErrs = append(writeErrs, err)
+			if written != "" {
+				fmt.Fprintf(io.Out, "OMB results: could not write %s (%v); saved to %s instead\n", ombOut, err, written)
+			}
+		} else {
+			fmt.Fprintf(io.Out, "OMB results: %s\n", written)
+		}
+	}
+	v := results.Judge(res)
 	switch {
-	case res.Partial:
-		return withCode(ExitInterrupted, fmt.Errorf("run interrupted; partial results written to %s", out))
+	case v.Kind == results.Interrupted:
+		return withCode(ExitInterrupted, errors.New(v.Reason))
 	case runErr != nil:
 		return withCode(ExitRunFailed, runErr)
-	case res.MaxRate != nil && res.MaxRate.Rate == 0:
-		return withCode(ExitTargetNotHeld, errors.New("no rate of the search was sustained; see the steps in the results"))
-	case res.Counts.Lost > 0:
-		return withCode(ExitAccountingFail, fmt.Errorf("%d acknowledged messages were never delivered", res.Counts.Lost))
-	case res.Counts.StoredByBroker != nil && *res.Counts.StoredByBroker != res.Counts.Acked:
-		return withCode(ExitAccountingFail, fmt.Errorf("the broker stores %d messages but %d were acknowledged", *res.Counts.StoredByBroker, res.Counts.Acked))
-	case res.Target != nil && !res.Target.Held:
-		return withCode(ExitTargetNotHeld, fmt.Errorf("target rate not held: %s", res.Target.Reason))
+	case v.Kind != results.OK:
+		return withCode(verdictCodes[v.Kind], errors.New(v.Reason))
+	case len(writeErrs) > 0:
+		return withCode(ExitRunFailed, errors.Join(writeErrs...))
 	}
 	return nil
+}
+
+// verdictCodes maps a run's verdict to the process exit code.
+var verdictCodes = map[results.VerdictKind]int{
+	results.OK: ExitOK, results.Failed: ExitRunFailed, results.TargetNotHeld: ExitTargetNotHeld,
+	results.Interrupted: ExitInterrupted, results.AccountingMismatch: ExitAccountingFail,
+}
+
+// applyOverrides sets the workload fields given on the command line, each
+// through the validator its workload-file field uses, then checks the
+// rules between fields again.
+func applyOverrides(w *workload.Workload, cmd *cobra.Command, changed func(string) bool) error {
+	for _, o := range []struct{ flag, field string }{
+		{"duration", "duration"}, {"warmup", "warmup"}, {"rate", "rate"}, {"messages", "messages"},
+	} {
+		if !changed(o.flag) {
+			continue
+		}
+		if err := w.SetField("--"+o.flag, 0, o.field, cmd.Flags().Lookup(o.flag).Value.String()); err != nil {
+			return err
+		}
+	}
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("after command-line overrides: %w", err)
+	}
+	return nil
+}
+
+// validate checks the flags that are not workload fields.
+func (f *runFlags) validate(changed func(string) bool) error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, usageError{fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...))})
+	}
+	if f.interval < 10*time.Millisecond {
+		bad("interval", "must be at least 10ms, got %s", f.interval)
+	}
+	if f.drainTimeout <= 0 {
+		bad("drain-timeout", "must be positive, got %s", f.drainTimeout)
+	}
+	if f.backlogLimit <= 0 {
+		bad("backlog-timeout", "must be positive, got %s", f.backlogLimit)
+	}
+	if f.maxSteps < 1 {
+		bad("max-steps", "must be at least 1, got %d", f.maxSteps)
+	}
+	if f.perNodeHour < 0 {
+		bad("price-per-node-hour", "must not be negative, got %v", f.perNodeHour)
+	}
+	if f.nodes < 1 {
+		bad("nodes", "must be at least 1, got %d", f.nodes)
+	}
+	if changed("nodes") && !changed("price-per-node-hour") {
+		bad("nodes", "applies only with --price-per-node-hour")
+	}
+	if err := f.local.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkOutputs makes sure the results can be written before the run starts.
+func checkOutputs(paths ...string) error {
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, _ := filepath.Abs(p)
+		if seen[abs] {
+			return usageError{fmt.Errorf("--out and --omb-json name the same file %s: give each its own", p)}
+		}
+		seen[abs] = true
+		if err := results.CheckWritable(p); err != nil {
+			return usageError{fmt.Errorf("results cannot be written: %w; choose another path", err)}
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // searchMaxRate runs a max sustainable rate search with cfg as the template

@@ -55,6 +55,9 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 	return []string{t.localAddr}, nil
 }
 
+// connectTimeout bounds the first request to a broker.
+const connectTimeout = 15 * time.Second
+
 // connect creates the driver for dc on the target and records the
 // environment, broker version included.
 func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver.Driver, results.Environment, error) {
@@ -70,11 +73,19 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		}
 		return nil, env, err
 	}
-	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	where := strings.Join(endpoints, ",")
+	if where == "" {
+		where = "the addresses in " + dc.Source
+	}
+	fmt.Fprintf(t.io.Err, "connecting to %s at %s (waiting up to %s for an answer)\n", dc.Name, where, connectTimeout)
+	vctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	env.BrokerVersion, err = drv.BrokerVersion(vctx)
 	cancel()
 	if err != nil {
 		drv.Close()
+		if ctx.Err() == nil && vctx.Err() != nil {
+			err = fmt.Errorf("no answer from %s at %s within %s (something listens there, or the address is unreachable): %w", dc.Name, where, connectTimeout, err)
+		}
 		return nil, env, withCode(ExitRunFailed, err)
 	}
 	env.BrokerEndpoint = strings.Join(endpoints, ",")

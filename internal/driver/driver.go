@@ -141,6 +141,24 @@ type StoredCounter interface {
 	StoredMessages(ctx context.Context, topic string) (int64, error)
 }
 
+// CheckSpec is what a run will ask of a driver, for Checker.
+type CheckSpec struct {
+	// MessageSize is the size of every value the producers send.
+	MessageSize int
+	// ExistingTopics are topics the run uses without creating them.
+	ExistingTopics []string
+}
+
+// Checker is implemented by drivers that can tell before a run what would
+// make every send or every consume fail: a message larger than the
+// producer or the broker accepts, an existing topic that is missing.
+type Checker interface {
+	// Check returns nil if the run can proceed. Problems with the input
+	// wrap workload.ErrInvalid and say what to change; a setting the
+	// broker does not disclose is not checked.
+	Check(ctx context.Context, spec CheckSpec) error
+}
+
 // ClusterSizer is implemented by drivers that can tell how many brokers
 // the cluster has.
 type ClusterSizer interface {

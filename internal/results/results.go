@@ -110,7 +110,11 @@ type Traffic struct {
 	ConsumeRate     float64         `json:"consumeRate"`
 	PublishMBps     float64         `json:"publishMBps"`
 	ConsumeMBps     float64         `json:"consumeMBps"`
+	// PublishLatency runs from the intended send time to the
+	// acknowledgement; ServiceTime from the actual send time (the
+	// broker's and client's share, without the time the send was late).
 	PublishLatency  metrics.Latency `json:"publishLatency"`
+	ServiceTime     metrics.Latency `json:"serviceTime"`
 	SendLag         metrics.Latency `json:"sendLag"`
 	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
 }
@@ -157,6 +161,10 @@ type Aggregate struct {
 	// System is the mean of the measurement intervals' resource use
 	// (memory: the largest), when sampled.
 	System *System `json:"system,omitempty"`
+	// InFlightFull is the share of the producers' time spent waiting for a
+	// free in-flight slot (0..1): near 1, acknowledgements paced the
+	// producers (broker-bound); near 0, the producers were never held back.
+	InFlightFull float64 `json:"inFlightFullShare"`
 }
 
 // Counts is the run's message accounting.
@@ -305,11 +313,20 @@ type Target struct {
 	AchievedRate float64 `json:"achievedRate"`
 	Held         bool    `json:"held"`
 	Reason       string  `json:"reason,omitempty"`
+	// ThroughputBound is true when the run fell short of the rate: it then
+	// measured a throughput ceiling, and latency from the intended send
+	// time mostly measures how far the sends fell behind the schedule;
+	// the service time is the broker's latency at that ceiling.
+	ThroughputBound bool `json:"throughputBound,omitempty"`
+	// Limit says what bounded the throughput (the broker or the load
+	// generator), when ThroughputBound.
+	Limit string `json:"limit,omitempty"`
 }
 
 // Histograms holds encoded latency histograms.
 type Histograms struct {
 	PublishLatency  string `json:"publishLatency"`
+	ServiceTime     string `json:"serviceTime"`
 	SendLag         string `json:"sendLag"`
 	EndToEndLatency string `json:"endToEndLatency"`
 }

@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -22,10 +21,16 @@ func PrintSummary(out io.Writer, r *Run) {
 	w := r.Workload
 	m := r.Measured
 	status := "complete"
-	if r.Partial {
+	switch v := Judge(r); v.Kind {
+	case Interrupted:
 		status = "PARTIAL (" + r.PartialReason + ")"
+	case Failed:
+		status = "FAILED"
 	}
 	fmt.Fprintf(out, "\n== %s on %s (%s) — %s\n", w.Name, r.Driver.Name, r.Environment.BrokerVersion, status)
+	for _, n := range w.Notes {
+		fmt.Fprintf(out, "   note: %s\n", n)
+	}
 	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %d B messages, %d producer(s), %d consumer(s), ",
 		w.Topics, w.PartitionsPerTopic, w.MessageSize, w.Producers(), w.Consumers())
 	if w.ProducerRate > 0 {
@@ -33,7 +38,7 @@ func PrintSummary(out io.Writer, r *Run) {
 	} else {
 		fmt.Fprintf(out, "max rate\n")
 	}
-	fmt.Fprintf(out, "   measured %.1f s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
+	fmt.Fprintf(out, "   measured %.3g s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
 		m.DurationSeconds, m.PublishRate, m.PublishMBps, m.ConsumeRate, m.ConsumeMBps)
 	if p := r.Price; p != nil && m.PublishRate > 0 {
 		fmt.Fprintf(out, "   cost: %.2f %s per hour (%d nodes x %.3f) = %.2f %s per billion messages published\n",
@@ -45,9 +50,11 @@ func PrintSummary(out io.Writer, r *Run) {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, l.Count, l.Mean, l.P50, l.P75, l.P95, l.P99, l.P999, l.P9999, l.Max)
 	}
 	row("publish", m.PublishLatency)
+	row("service time", m.ServiceTime)
 	row("end-to-end", m.EndToEndLatency)
 	row("send lag", m.SendLag)
 	tw.Flush()
+	fmt.Fprintln(out, "   (publish and end-to-end run from the intended send time; service time from the actual send to the acknowledgement)")
 	c := r.Counts
 	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d, lost %d, duplicated %d, out of order %d",
 		c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed, c.Lost, c.Duplicated, c.OutOfOrder)
@@ -62,12 +69,7 @@ func PrintSummary(out io.Writer, r *Run) {
 		fmt.Fprintf(out, "   also: %d failed but delivered, %d unexpected, %d without a brokerbench header\n", c.FailedDelivered, c.Unexpected, c.Foreign)
 	}
 	if len(c.FailedByKind) > 0 {
-		kinds := make([]string, 0, len(c.FailedByKind))
-		for k, v := range c.FailedByKind {
-			kinds = append(kinds, fmt.Sprintf("%s=%d", k, v))
-		}
-		sort.Strings(kinds)
-		fmt.Fprintf(out, "   failures: %s\n", strings.Join(kinds, ", "))
+		fmt.Fprintf(out, "   failures%s\n", FailureKinds(c))
 	}
 	if t := r.Target; t != nil {
 		if t.Held {
@@ -75,6 +77,13 @@ func PrintSummary(out io.Writer, r *Run) {
 		} else {
 			fmt.Fprintf(out, "   TARGET RATE NOT HELD: %s\n", t.Reason)
 		}
+		if t.ThroughputBound {
+			fmt.Fprintf(out, "   THROUGHPUT-BOUND at %.0f msg/s (%.2f MB/s), limited by %s; publish latency from the intended send time measures the growing schedule backlog, the service time (p50 %.3f, p99 %.3f ms) is the latency at that rate\n",
+				t.AchievedRate, t.AchievedRate*float64(w.MessageSize)/1e6, t.Limit, m.ServiceTime.P50, m.ServiceTime.P99)
+		}
+	}
+	if v := Judge(r); v.Kind == Failed {
+		fmt.Fprintf(out, "   RUN FAILED: %s\n", v.Reason)
 	}
 	if mr := r.MaxRate; mr != nil {
 		fmt.Fprintf(out, "   max-rate search (%s), ceiling %.0f msg/s:\n", strings.Join(mr.SLO, ", "), mr.Ceiling)

@@ -25,14 +25,16 @@ type producerStats struct {
 	acked, failed atomic.Int64
 	_             [48]byte
 
-	publishLatency, sendLag *metrics.Histogram
-	failMu                  sync.Mutex
+	// publishLatency runs from the intended send time, serviceTime from
+	// the actual send time (the broker's and client's share alone).
+	publishLatency, serviceTime, sendLag *metrics.Histogram
+	failMu                               sync.Mutex
 	failedByKind            map[string]int64
 	failedSeqs              accounting.SeqSet
 }
 
 func newProducerStats() *producerStats {
-	return &producerStats{publishLatency: metrics.NewHistogram(), sendLag: metrics.NewHistogram(), failedByKind: map[string]int64{}}
+	return &producerStats{publishLatency: metrics.NewHistogram(), serviceTime: metrics.NewHistogram(), sendLag: metrics.NewHistogram(), failedByKind: map[string]int64{}}
 }
 
 // producerWorker sends one producer's messages on its schedule. Messages
@@ -88,11 +90,12 @@ type slot struct {
 // onAck is the producer's driver.AckFunc.
 func (w *producerWorker) onAck(m *driver.Message, err error) {
 	st := &w.slots[m.Slot]
-	lat := clock.Now() - st.intent
+	now := clock.Now()
 	if err == nil {
 		w.stats.acked.Add(1)
 		if w.record {
-			w.stats.publishLatency.RecordNanos(lat)
+			w.stats.publishLatency.RecordNanos(now - st.intent)
+			w.stats.serviceTime.RecordNanos(now - m.Time)
 		}
 	} else {
 		w.stats.failed.Add(1)

@@ -3,6 +3,9 @@ package runner
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+
+	"github.com/brokerbench/brokerbench/internal/clock"
 )
 
 // slotPool is the free list of one producer's message slots. Acknowledgement
@@ -15,6 +18,9 @@ type slotPool struct {
 	freed   []int // returned since the producer last took them
 	waiting bool  // the producer is blocked in take
 	wake    chan struct{}
+	// blocked is the time take spent waiting for a slot, in nanoseconds:
+	// the time the in-flight window was full.
+	blocked atomic.Int64
 }
 
 func newSlotPool(n int) *slotPool {
@@ -53,9 +59,12 @@ func (p *slotPool) take(ctx context.Context, stock []int) ([]int, bool) {
 		}
 		p.waiting = true
 		p.mu.Unlock()
+		from := clock.Now()
 		select {
 		case <-p.wake:
+			p.blocked.Add(clock.Now() - from)
 		case <-ctx.Done():
+			p.blocked.Add(clock.Now() - from)
 			return stock, false
 		}
 	}

@@ -3,11 +3,9 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -305,8 +303,8 @@ func (d *decoder) sweep(v *yaml.Node) []SweepParam {
 			continue
 		}
 		for _, val := range p.Values {
-			if err := checkSweepValue(p.Name, val); err != nil {
-				d.fail(vals, p.Name, "%v", err)
+			if err := checkSweepValue(p, val); err != nil {
+				d.errs = append(d.errs, err)
 			}
 		}
 		out = append(out, p)
@@ -314,47 +312,12 @@ func (d *decoder) sweep(v *yaml.Node) []SweepParam {
 	return out
 }
 
-func checkSweepValue(name, val string) error {
-	if !slices.Contains(sweepFields, name) {
+func checkSweepValue(p SweepParam, val string) error {
+	if !slices.Contains(sweepFields, p.Name) {
 		return nil // driver settings are checked by the driver
 	}
 	var w Workload
-	return w.setField(name, val)
-}
-
-// setField sets the workload field a sweep names from its text value.
-func (w *Workload) setField(name, val string) error {
-	counts := map[string]*int{
-		"messageSize": &w.MessageSize, "partitionsPerTopic": &w.PartitionsPerTopic, "topics": &w.Topics,
-		"producersPerTopic": &w.ProducersPerTopic, "subscriptionsPerTopic": &w.SubscriptionsPerTopic,
-		"consumersPerSubscription": &w.ConsumersPerSubscription, "replicationFactor": &w.ReplicationFactor,
-	}
-	amounts := map[string]*float64{"rate": &w.ProducerRate, "consumerBacklogSizeGB": &w.ConsumerBacklogSizeGB}
-	if dst, ok := counts[name]; ok {
-		i, err := strconv.Atoi(val)
-		if err != nil || i < 0 {
-			return fmt.Errorf("value %q of %s is not a non-negative whole number", val, name)
-		}
-		*dst = i
-		return nil
-	}
-	if dst, ok := amounts[name]; ok {
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || f < 0 || math.IsInf(f, 0) {
-			return fmt.Errorf("value %q of %s is not a non-negative number", val, name)
-		}
-		*dst = f
-		return nil
-	}
-	if name != "messages" {
-		return fmt.Errorf("%s cannot be swept; sweep one of %s", name, strings.Join(sweepFields, ", "))
-	}
-	n, err := strconv.ParseInt(val, 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("value %q of %s is not a message count", val, name)
-	}
-	w.MessageLimit = n
-	return nil
+	return w.SetField(p.File, p.Line, p.Name, val)
 }
 
 // ApplySweep sets one swept parameter on a run's workload and driver config
@@ -378,5 +341,5 @@ func ApplySweep(w *Workload, dc *DriverConfig, p SweepParam, val string) error {
 		}
 		return nil
 	}
-	return w.setField(p.Name, val)
+	return w.SetField(p.File, p.Line, p.Name, val)
 }

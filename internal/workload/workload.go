@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -66,9 +67,24 @@ type Workload struct {
 
 	Seed uint64 `json:"seed"`
 
+	// Notes say how the file was read where that is not obvious (an OMB
+	// convention mapped to brokerbench's meaning, the payload file found).
+	Notes []string `json:"notes,omitempty"`
+
 	// Driver is an inline driver configuration (native format only), or nil.
 	Driver *DriverConfig `json:"-"`
+	// payloadTried lists where a relative payload file was looked for.
+	payloadTried []string
 }
+
+// OMBMaxRate is the producerRate from which an OMB workload means "as fast
+// as possible": OMB's own workload files write 10000000 for that, a rate
+// its rate limiter never reaches, so OMB runs them unthrottled and measures
+// publish latency from the actual send time.
+const OMBMaxRate = 10_000_000
+
+// MaxPayloadMemory bounds the memory of a workload's generated payloads.
+const MaxPayloadMemory = 512 << 20
 
 // Producers returns the total number of producers.
 func (w *Workload) Producers() int { return w.Topics * w.ProducersPerTopic }
@@ -113,8 +129,12 @@ func Parse(name string, data []byte) (*Workload, error) {
 		return nil, errors.Join(d.errs...)
 	}
 	w.Source = name
-	if w.PayloadFile != "" && !filepath.IsAbs(w.PayloadFile) {
-		w.PayloadFile = filepath.Join(filepath.Dir(name), w.PayloadFile)
+	if w.PayloadFile != "" {
+		given := w.PayloadFile
+		w.PayloadFile, w.payloadTried = resolvePayload(given, name)
+		if w.PayloadFile != given {
+			w.Notes = append(w.Notes, fmt.Sprintf("payloadFile %q is %s", given, w.PayloadFile))
+		}
 	}
 	if err := w.Validate(); err != nil {
 		return nil, err
@@ -158,9 +178,22 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 		ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
 		Duration: time.Minute, Seed: 1,
 	}
-	var keys string
-	var seed int
-	d.mapping(root, "a brokerbench workload", map[string]fieldSetter{
+	fields := nativeFields(w)
+	fields["driver"] = func(d *decoder, key string, v *yaml.Node) {
+		w.Driver = d.driverConfig(v, false)
+	}
+	d.mapping(root, "a brokerbench workload", fields)
+	if w.Name == "" {
+		d.fail(root, "name", "missing: every workload needs a name")
+	}
+	return w
+}
+
+// nativeFields returns the setters of brokerbench's workload fields, each
+// writing into w. They are the one validator of each field: workload
+// files, command-line overrides and study sweeps all go through them.
+func nativeFields(w *Workload) map[string]fieldSetter {
+	return map[string]fieldSetter{
 		"name":                     stringField(&w.Name),
 		"description":              stringField(&w.Description),
 		"topics":                   intField(&w.Topics, 1, 10000),
@@ -170,7 +203,7 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 		"payloadRandomRatio":       floatField(&w.PayloadRandomRatio, 0, 1),
 		"payloadPoolSize":          intField(&w.PayloadPoolSize, 1, 100000),
 		"payloadFile":              stringField(&w.PayloadFile),
-		"keyDistributor":           enumField(&keys, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey)),
+		"keyDistributor":           keyField(&w.KeyDistributor),
 		"producersPerTopic":        intField(&w.ProducersPerTopic, 0, 10000),
 		"subscriptionsPerTopic":    intField(&w.SubscriptionsPerTopic, 0, 1000),
 		"consumersPerSubscription": intField(&w.ConsumersPerSubscription, 0, 10000),
@@ -178,23 +211,47 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 		"messages":                 int64Field(&w.MessageLimit),
 		"warmup":                   durationField(&w.Warmup, 0),
 		"duration":                 durationField(&w.Duration, time.Second),
-		"seed":                     intField(&seed, 0, 1<<31-1),
+		"seed":                     seedField(&w.Seed),
 		"consumerBacklogSizeGB":    floatField(&w.ConsumerBacklogSizeGB, 0, 1e6),
 		"backlogDrainRatio":        floatField(&w.BacklogDrainRatio, 0, 1),
-		"driver": func(d *decoder, key string, v *yaml.Node) {
-			w.Driver = d.driverConfig(v, false)
-		},
-	})
-	if keys != "" {
-		w.KeyDistributor = payload.KeyMode(keys)
 	}
-	if seed != 0 {
-		w.Seed = uint64(seed)
+}
+
+// SetField sets the brokerbench workload field name (as spelled in a
+// workload file) from its text value, with the checks a workload file
+// gets. where and line name the value's source in errors: a flag such as
+// "--rate", or a study file and line. Call Validate afterwards for the
+// rules between fields.
+func (w *Workload) SetField(where string, line int, name, value string) error {
+	fields := nativeFields(w)
+	set, ok := fields[name]
+	if !ok || name == "name" || name == "description" {
+		return &FieldError{File: where, Line: line, Field: name, Msg: "not a workload field that can be set here" + suggest(name, sortedKeys(fields))}
 	}
-	if w.Name == "" {
-		d.fail(root, "name", "missing: every workload needs a name")
+	d := &decoder{file: where}
+	set(d, name, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Line: line})
+	return errors.Join(d.errs...)
+}
+
+func keyField(dst *payload.KeyMode) fieldSetter {
+	return func(d *decoder, key string, v *yaml.Node) {
+		var s string
+		enumField(&s, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey))(d, key, v)
+		if s != "" {
+			*dst = payload.KeyMode(s)
+		}
 	}
-	return w
+}
+
+// seedField accepts 0..2^31-1; 0 keeps the default seed.
+func seedField(dst *uint64) fieldSetter {
+	return func(d *decoder, key string, v *yaml.Node) {
+		var n int
+		intField(&n, 0, 1<<31-1)(d, key, v)
+		if n != 0 {
+			*dst = uint64(n)
+		}
+	}
 }
 
 func int64Field(dst *int64) fieldSetter {
@@ -216,13 +273,12 @@ func (d *decoder) omb(root *yaml.Node) *Workload {
 		ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
 		Duration: 15 * time.Minute, Warmup: time.Minute, Seed: 1,
 	}
-	var keys string
 	randomized := false
 	d.mapping(root, "an OMB workload", map[string]fieldSetter{
 		"name":                      stringField(&w.Name),
 		"topics":                    intField(&w.Topics, 1, 10000),
 		"partitionsPerTopic":        intField(&w.PartitionsPerTopic, 1, 100000),
-		"keyDistributor":            enumField(&keys, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey)),
+		"keyDistributor":            keyField(&w.KeyDistributor),
 		"messageSize":               intField(&w.MessageSize, payload.HeaderSize, 100<<20),
 		"useRandomizedPayloads":     boolField(&randomized),
 		"randomBytesRatio":          floatField(&w.PayloadRandomRatio, 0, 1),
@@ -237,8 +293,9 @@ func (d *decoder) omb(root *yaml.Node) *Workload {
 		"testDurationMinutes":       minutesField(&w.Duration),
 		"warmupDurationMinutes":     minutesField(&w.Warmup),
 	})
-	if keys != "" {
-		w.KeyDistributor = payload.KeyMode(keys)
+	if w.ProducerRate >= OMBMaxRate {
+		w.Notes = append(w.Notes, fmt.Sprintf("producerRate %.0f is OMB's \"as fast as possible\": run unthrottled (max rate), publish latency from the actual send time", w.ProducerRate))
+		w.ProducerRate = 0
 	}
 	if randomized {
 		w.PayloadFile = ""
@@ -249,6 +306,33 @@ func (d *decoder) omb(root *yaml.Node) *Workload {
 		d.fail(root, "name", "missing: every workload needs a name")
 	}
 	return w
+}
+
+// resolvePayload finds a relative payload file as OpenMessaging Benchmark
+// does, against the working directory (OMB runs from its checkout root,
+// where "payload/payload-1Kb.data" lives), and failing that against the
+// workload file's folder. It returns the path found (absolute when it can)
+// and the places tried; when neither exists it returns the
+// working-directory path, which Validate reports with the places tried.
+func resolvePayload(file, workloadPath string) (string, []string) {
+	if filepath.IsAbs(file) {
+		return file, nil
+	}
+	cwd, err := filepath.Abs(file)
+	if err != nil {
+		cwd = file
+	}
+	beside, err := filepath.Abs(filepath.Join(filepath.Dir(workloadPath), file))
+	if err != nil {
+		beside = filepath.Join(filepath.Dir(workloadPath), file)
+	}
+	tried := []string{cwd, beside}
+	for _, p := range tried {
+		if _, err := os.Stat(p); err == nil {
+			return p, tried
+		}
+	}
+	return cwd, tried
 }
 
 // Validate checks cross-field rules. Load and Parse call it; call it again
@@ -270,12 +354,24 @@ func (w *Workload) Validate() error {
 	if w.MessageSize < payload.HeaderSize {
 		bad("messageSize", "must be at least %d bytes (the brokerbench header)", payload.HeaderSize)
 	}
+	if pool := int64(w.PayloadPoolSize) * int64(w.MessageSize); w.PayloadFile == "" && pool > MaxPayloadMemory {
+		field := "payloadPoolSize"
+		if w.Format == OMB {
+			field = "randomizedPayloadPoolSize"
+		}
+		bad(field, "%d payloads of %d bytes take %.1f MiB, above the %d MiB of payloads brokerbench keeps in memory: use at most %d payloads of this size",
+			w.PayloadPoolSize, w.MessageSize, float64(pool)/(1<<20), MaxPayloadMemory>>20, MaxPayloadMemory/int64(w.MessageSize))
+	}
 	if w.ConsumerBacklogSizeGB > 0 && (w.Producers() == 0 || w.Consumers() == 0) {
 		bad("consumerBacklogSizeGB", "a backlog test needs producers and consumers")
 	}
 	if w.PayloadFile != "" {
 		if st, err := os.Stat(w.PayloadFile); err != nil {
-			bad("payloadFile", "cannot read %s: %v; give a path relative to the workload file, or set useRandomizedPayloads: true", w.PayloadFile, err)
+			where := w.PayloadFile
+			if len(w.payloadTried) > 0 {
+				where = strings.Join(w.payloadTried, " or ")
+			}
+			bad("payloadFile", "cannot read %s: %v; a relative path is looked up in the working directory (as OMB does, run from its checkout root), then beside the workload file; or set useRandomizedPayloads: true", where, errors.Unwrap(err))
 		} else if st.Size() != int64(w.MessageSize) {
 			bad("payloadFile", "%s is %d bytes but messageSize is %d: make them equal", w.PayloadFile, st.Size(), w.MessageSize)
 		}

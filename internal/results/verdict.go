@@ -1,0 +1,78 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// MaxFailedShare is the share of sends that may fail before a run counts as
+// failed: above it, the figures describe errors rather than the broker.
+const MaxFailedShare = 0.01
+
+// VerdictKind classifies a run's outcome; the CLI maps each to an exit code.
+type VerdictKind int
+
+// Verdict kinds, from best to worst of the conditions a run can meet. When
+// several hold, Judge reports the one listed last in its order of checks.
+const (
+	OK VerdictKind = iota
+	// Failed: the run measured nothing useful (no message acknowledged, or
+	// too many sends failed).
+	Failed
+	// TargetNotHeld: the run completed but missed its rate, or a max-rate
+	// search found no sustainable rate.
+	TargetNotHeld
+	// Interrupted: the run was cut short; its results are partial.
+	Interrupted
+	// AccountingMismatch: acknowledged messages were lost, or the broker
+	// stores a different number than were acknowledged.
+	AccountingMismatch
+)
+
+// Verdict is what a run's results say about the run as a whole.
+type Verdict struct {
+	Kind VerdictKind
+	// Reason says why, in words for the user; empty when Kind is OK.
+	Reason string
+}
+
+// Judge returns the verdict of r. Checks run in order of precedence: an
+// interrupted run is partial whatever else holds; a run that acknowledged
+// nothing, or failed more than MaxFailedShare of its sends, failed; then
+// lost messages, a broker count that differs, a missed target.
+func Judge(r *Run) Verdict {
+	c := r.Counts
+	switch {
+	case r.Partial:
+		return Verdict{Interrupted, "run interrupted (" + r.PartialReason + "); partial results written"}
+	case c.Sent > 0 && c.Acked == 0:
+		return Verdict{Failed, fmt.Sprintf("no message was acknowledged: %d sent, %d failed%s", c.Sent, c.Failed, FailureKinds(c))}
+	case c.Sent > 0 && float64(c.Failed) > MaxFailedShare*float64(c.Sent):
+		return Verdict{Failed, fmt.Sprintf("%d of %d sends failed (%.1f%%, more than the %.0f%% a valid run may have)%s",
+			c.Failed, c.Sent, 100*float64(c.Failed)/float64(c.Sent), 100*MaxFailedShare, FailureKinds(c))}
+	case c.Lost > 0:
+		return Verdict{AccountingMismatch, fmt.Sprintf("%d acknowledged messages were never delivered", c.Lost)}
+	case c.StoredByBroker != nil && *c.StoredByBroker != c.Acked:
+		return Verdict{AccountingMismatch, fmt.Sprintf("the broker stores %d messages but %d were acknowledged", *c.StoredByBroker, c.Acked)}
+	case r.MaxRate != nil && r.MaxRate.Rate == 0:
+		return Verdict{TargetNotHeld, "no rate of the search was sustained; see the steps in the results"}
+	case r.Target != nil && !r.Target.Held:
+		return Verdict{TargetNotHeld, "target rate not held: " + r.Target.Reason}
+	}
+	return Verdict{OK, ""}
+}
+
+// FailureKinds formats the failures by kind as ": kind=n, kind=n", sorted,
+// or "" when there are none.
+func FailureKinds(c Counts) string {
+	if len(c.FailedByKind) == 0 {
+		return ""
+	}
+	kinds := make([]string, 0, len(c.FailedByKind))
+	for k, v := range c.FailedByKind {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(kinds)
+	return ": " + strings.Join(kinds, ", ")
+}
