@@ -102,14 +102,14 @@ const (
 // per second, and latency summaries of the messages sent (send lag),
 // acknowledged (publish) and consumed (end-to-end) in it.
 type Traffic struct {
-	Sent            int64           `json:"sent"`
-	Acked           int64           `json:"acked"`
-	Failed          int64           `json:"failed"`
-	Consumed        int64           `json:"consumed"`
-	PublishRate     float64         `json:"publishRate"`
-	ConsumeRate     float64         `json:"consumeRate"`
-	PublishMBps     float64         `json:"publishMBps"`
-	ConsumeMBps     float64         `json:"consumeMBps"`
+	Sent        int64   `json:"sent"`
+	Acked       int64   `json:"acked"`
+	Failed      int64   `json:"failed"`
+	Consumed    int64   `json:"consumed"`
+	PublishRate float64 `json:"publishRate"`
+	ConsumeRate float64 `json:"consumeRate"`
+	PublishMBps float64 `json:"publishMBps"`
+	ConsumeMBps float64 `json:"consumeMBps"`
 	// PublishLatency runs from the intended send time to the
 	// acknowledgement; ServiceTime from the actual send time (the
 	// broker's and client's share, without the time the send was late).

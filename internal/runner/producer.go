@@ -29,8 +29,8 @@ type producerStats struct {
 	// the actual send time (the broker's and client's share alone).
 	publishLatency, serviceTime, sendLag *metrics.Histogram
 	failMu                               sync.Mutex
-	failedByKind            map[string]int64
-	failedSeqs              accounting.SeqSet
+	failedByKind                         map[string]int64
+	failedSeqs                           accounting.SeqSet
 }
 
 func newProducerStats() *producerStats {
