@@ -52,17 +52,21 @@ func Execute(ctx context.Context, args []string, io IO) int {
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
+	if err != nil && err.Error() != "" {
+		fmt.Fprintf(io.Err, "brokerbench: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+// exitCode is the process exit code for a command's error.
+func exitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err.Error() != "" {
-			fmt.Fprintf(io.Err, "brokerbench: %v\n", ee.err)
-		}
 		return ee.code
 	}
-	fmt.Fprintf(io.Err, "brokerbench: %v\n", err)
 	if errors.Is(err, workload.ErrInvalid) || isUsage(err) {
 		return ExitInvalidInput
 	}

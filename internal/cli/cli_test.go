@@ -15,9 +15,9 @@ import (
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
-var broker *testbroker.Broker
+var lazyBroker = testbroker.NewLazy(39292)
 
-func TestMain(m *testing.M) { testbroker.Main(m, 39292, &broker) }
+func TestMain(m *testing.M) { lazyBroker.Main(m) }
 
 func execute(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
@@ -32,7 +32,7 @@ func TestOMBFilesRunUnchanged(t *testing.T) {
 	dir := t.TempDir()
 	out, omb := filepath.Join(dir, "r.json"), filepath.Join(dir, "omb.json")
 	code, stdout, stderr := execute("run", "../workload/testdata/omb-1-topic-6-partitions-100b.yaml",
-		"--driver", "../workload/testdata/omb-kafka-driver.yaml", "--broker", broker.Addr,
+		"--driver", "../workload/testdata/omb-kafka-driver.yaml", "--broker", lazyBroker.Get(t).Addr,
 		"--duration", "5s", "--warmup", "1s", "--out", out, "--omb-json", omb, "--quiet",
 		// Under the race detector, with the broker on the same two cores,
 		// the producer goroutine is sometimes scheduled tens of ms late;
@@ -74,7 +74,7 @@ func TestOMBFilesRunUnchanged(t *testing.T) {
 // the highest held step and that the stored run is that step's.
 func TestFindMaxRate(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := execute("run", "../../workloads/max-rate-100b.yaml", "--broker", broker.Addr,
+	code, stdout, stderr := execute("run", "../../workloads/max-rate-100b.yaml", "--broker", lazyBroker.Get(t).Addr,
 		"--find-max-rate", "--slo", "p99<500ms", "--max-steps", "3", "--warmup", "1s", "--duration", "2s",
 		"--max-send-lag", "200ms", "--out", out)
 	if code != ExitOK {
@@ -117,7 +117,7 @@ func TestExitCodes(t *testing.T) {
 		// Invalid workload: exit 2 with file, line and field.
 		{"invalid workload", []string{"run", bad}, ExitInvalidInput, "bad.yaml:2"},
 		// Unsupported Kafka property: exit 2, located.
-		{"unsupported property", []string{"run", badProp, "--broker", broker.Addr}, ExitInvalidInput, "badprop.yaml:6"},
+		{"unsupported property", []string{"run", badProp, "--broker", "127.0.0.1:1"}, ExitInvalidInput, "badprop.yaml:6"},
 		// Missing file.
 		{"missing file", []string{"run", filepath.Join(dir, "none.yaml")}, ExitInvalidInput, "none.yaml"},
 		// Wrong number of arguments.
@@ -165,7 +165,7 @@ func TestBuiltInStudiesQuick(t *testing.T) {
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			out := t.TempDir()
-			code, stdout, stderr := execute("study", f, "--scale", "quick", "--out", out, "--broker", broker.Addr)
+			code, stdout, stderr := execute("study", f, "--scale", "quick", "--out", out, "--broker", lazyBroker.Get(t).Addr)
 			if code != ExitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}

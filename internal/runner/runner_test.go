@@ -14,13 +14,13 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-var broker *testbroker.Broker
+var lazyBroker = testbroker.NewLazy(39192)
 
-func TestMain(m *testing.M) { testbroker.Main(m, 39192, &broker) }
+func TestMain(m *testing.M) { lazyBroker.Main(m) }
 
 func newKafka(t *testing.T, producer ...workload.Property) driver.Driver {
 	t.Helper()
-	d, err := kafka.New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{broker.Addr}})
+	d, err := kafka.New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{lazyBroker.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,7 @@ func TestSendLagLimit(t *testing.T) {
 // k-th largest latency at least the pause minus k send intervals, which
 // bounds p99.9 from below. The run must still account for every message.
 func TestBrokerStallShowsInLatency(t *testing.T) {
+	broker := lazyBroker.Get(t)
 	const rate = 2000.0
 	w := baseWorkload()
 	w.ProducerRate = rate

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,5 +71,38 @@ func Main(m *testing.M, port int, broker **Broker) {
 	*broker = b
 	code := m.Run()
 	b.Stop()
+	os.Exit(code)
+}
+
+// Lazy is a test broker started on first use, so that the tests of a
+// package that need no broker never wait for one.
+type Lazy struct {
+	port int
+	once sync.Once
+	b    *Broker
+	err  error
+}
+
+// NewLazy returns a broker to be started on port when a test first asks.
+func NewLazy(port int) *Lazy { return &Lazy{port: port} }
+
+// Get starts the broker if it is not running yet and returns it; it fails
+// the test if the broker cannot be started.
+func (l *Lazy) Get(t testing.TB) *Broker {
+	t.Helper()
+	l.once.Do(func() { l.b, l.err = Start(l.port, 0) })
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	return l.b
+}
+
+// Main is a TestMain body: it runs the tests and stops the broker if one
+// was started.
+func (l *Lazy) Main(m *testing.M) {
+	code := m.Run()
+	if l.b != nil {
+		l.b.Stop()
+	}
 	os.Exit(code)
 }

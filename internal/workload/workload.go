@@ -225,8 +225,11 @@ func nativeFields(w *Workload) map[string]fieldSetter {
 func (w *Workload) SetField(where string, line int, name, value string) error {
 	fields := nativeFields(w)
 	set, ok := fields[name]
-	if !ok || name == "name" || name == "description" {
-		return &FieldError{File: where, Line: line, Field: name, Msg: "not a workload field that can be set here" + suggest(name, sortedKeys(fields))}
+	switch {
+	case !ok:
+		return &FieldError{File: where, Line: line, Field: name, Msg: "not a workload field" + suggest(name, sortedKeys(fields))}
+	case name == "name" || name == "description":
+		return &FieldError{File: where, Line: line, Field: name, Msg: "cannot be set here"}
 	}
 	d := &decoder{file: where}
 	set(d, name, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Line: line})

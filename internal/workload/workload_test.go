@@ -288,3 +288,95 @@ func FuzzParseStudy(f *testing.F) {
 		}
 	})
 }
+
+// TestPayloadFileAsOMBResolvesIt runs from an OMB-like checkout root: the
+// payload path is relative to the working directory, as OMB reads it, and
+// wins over a same-named file beside the workload.
+func TestPayloadFileAsOMBResolvesIt(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"workloads", "payload", "workloads/payload"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(root, "payload", "p.data"), make([]byte, 64), 0o644)
+	_ = os.WriteFile(filepath.Join(root, "workloads", "payload", "p.data"), make([]byte, 65), 0o644)
+	t.Chdir(root)
+	src := []byte("name: x\nmessageSize: 64\npayloadFile: \"payload/p.data\"\nproducerRate: 1\n")
+	w, err := Parse("workloads/w.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "payload", "p.data"); w.PayloadFile != want {
+		t.Errorf("payload %q, want the working directory's %q", w.PayloadFile, want)
+	}
+	if len(w.Notes) == 0 || !strings.Contains(w.Notes[0], w.PayloadFile) {
+		t.Errorf("notes %q do not say which file was used", w.Notes)
+	}
+	// Neither place has it: the error names both.
+	_, err = Parse("workloads/w.yaml", []byte("name: x\nmessageSize: 64\npayloadFile: none.data\nproducerRate: 1\n"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "none.data")) || !strings.Contains(err.Error(), filepath.Join(root, "workloads", "none.data")) {
+		t.Errorf("missing payload error does not name both places: %v", err)
+	}
+}
+
+// TestOMBMaxRateConvention: OMB's producerRate 10000000 means as fast as
+// possible; brokerbench runs it unthrottled and says so.
+func TestOMBMaxRateConvention(t *testing.T) {
+	for _, tc := range []struct {
+		rate string
+		want float64
+	}{{"10000000", 0}, {"50000000", 0}, {"9999999", 9999999}, {"50000", 50000}} {
+		w, err := Parse("w.yaml", []byte("name: x\nuseRandomizedPayloads: true\nproducerRate: "+tc.rate+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.ProducerRate != tc.want || (tc.want == 0) != (len(w.Notes) == 1) {
+			t.Errorf("producerRate %s: rate %v notes %q, want %v", tc.rate, w.ProducerRate, w.Notes, tc.want)
+		}
+	}
+}
+
+// TestSetField: command-line overrides and sweeps go through the
+// validators of the workload file's fields, with the same messages.
+func TestSetField(t *testing.T) {
+	cases := []struct {
+		field, value string
+		want         string // error text; "" for success
+	}{
+		{"rate", "-5", "must be between 0 and"},
+		{"rate", "2500", ""},
+		{"messages", "-1", "must be between 0 and"},
+		{"messages", "1.5", "whole number"},
+		{"duration", "1ns", "must be at least 1s"},
+		{"duration", "30s", ""},
+		{"warmup", "-1s", "must be at least 0s"},
+		{"messageSize", "3", "must be between"},
+		{"topcs", "1", `did you mean "topics"`},
+		{"name", "x", "cannot be set here"},
+	}
+	for _, tc := range cases {
+		w := &Workload{}
+		err := w.SetField("--"+tc.field, 0, tc.field, tc.value)
+		if (tc.want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--"+tc.field) || !errors.Is(err, ErrInvalid))) {
+			t.Errorf("%s=%s: %v, want %q", tc.field, tc.value, err, tc.want)
+		}
+	}
+	// The file gives the same message for the same value.
+	_, err := Parse("w.yaml", []byte("name: x\nrate: -5\n"))
+	if err == nil || !strings.Contains(err.Error(), "must be between 0 and") {
+		t.Errorf("file: %v", err)
+	}
+}
+
+// TestPayloadMemoryBounded: a pool of payloads too large for memory is an
+// input error at load time, named by the format's own field.
+func TestPayloadMemoryBounded(t *testing.T) {
+	_, err := Parse("w.yaml", []byte("name: x\nmessageSize: 10000000\nuseRandomizedPayloads: true\nrandomizedPayloadPoolSize: 1000\nproducerRate: 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "randomizedPayloadPoolSize") || !strings.Contains(err.Error(), "use at most 53 payloads") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := Parse("w.yaml", []byte("name: x\nmessageSize: 1000000\npayloadPoolSize: 100\n")); err != nil {
+		t.Errorf("100 MB of payloads rejected: %v", err)
+	}
+}

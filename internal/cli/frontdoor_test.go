@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// TestOMBLayoutFromItsRoot runs OMB-format files from the root of a tree in
+// OMB's own layout, as OMB users do: payload paths resolve against the
+// working directory, producerRate 10000000 runs unthrottled with a note,
+// and the OMB JSON leaves out the warmup and carries service time as
+// publish latency.
+func TestOMBLayoutFromItsRoot(t *testing.T) {
+	addr := lazyBroker.Get(t).Addr
+	dir := t.TempDir()
+	t.Chdir("testdata/omb-layout")
+	for _, tc := range []struct {
+		workload string
+		maxRate  bool
+	}{
+		{"workloads/1-topic-3-partitions-1kb.yaml", false},
+		{"workloads/1-topic-1-partition-1kb-max-rate.yaml", true},
+	} {
+		t.Run(filepath.Base(tc.workload), func(t *testing.T) {
+			out, omb := filepath.Join(dir, "r.json"), filepath.Join(dir, "omb.json")
+			code, stdout, stderr := execute("run", tc.workload, "--driver", "driver-kafka/kafka-throughput.yaml", "--broker", addr,
+				"--duration", "3s", "--warmup", "1s", "--out", out, "--omb-json", omb, "--quiet", "--max-send-lag", "200ms")
+			if code != ExitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			wd, _ := os.Getwd()
+			if !strings.Contains(stderr, filepath.Join(wd, "payload", "payload-1Kb.data")) {
+				t.Errorf("the payload file used is not named:\n%s", stderr)
+			}
+			res, err := results.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.maxRate != (res.Target == nil) || tc.maxRate != strings.Contains(stdout, "as fast as possible") {
+				t.Errorf("max rate %v: target %+v, summary:\n%s", tc.maxRate, res.Target, stdout)
+			}
+			if res.Measured.ServiceTime.Count == 0 || !strings.Contains(stdout, "service time") {
+				t.Errorf("no service time: %+v\n%s", res.Measured.ServiceTime, stdout)
+			}
+			var o results.OMBResult
+			data, _ := os.ReadFile(omb)
+			if err := json.Unmarshal(data, &o); err != nil {
+				t.Fatal(err)
+			}
+			measured := 0
+			for _, iv := range res.Intervals {
+				if iv.Phase == results.Measure {
+					measured++
+				}
+			}
+			if len(o.PublishRate) != measured || o.AggregatedPublishLatency99pct != res.Measured.ServiceTime.P99 {
+				t.Errorf("OMB series of %d intervals (want %d measured), aggregated publish p99 %v (want service time %v)",
+					len(o.PublishRate), measured, o.AggregatedPublishLatency99pct, res.Measured.ServiceTime.P99)
+			}
+		})
+	}
+}
+
+// TestInputCaughtBeforeTheRun: bad flags, messages the broker cannot take,
+// missing topics and unwritable outputs are input errors (exit 2) found
+// before anything is produced.
+func TestInputCaughtBeforeTheRun(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	_ = os.WriteFile(big, []byte("name: big\nmessageSize: 2000000\npayloadPoolSize: 2\nrate: 10\nduration: 2s\n"), 0o644)
+	notDir := filepath.Join(dir, "file")
+	_ = os.WriteFile(notDir, nil, 0o644)
+	quick := "../../workloads/quick.yaml"
+	// Cases that must fail before connecting use an address nothing
+	// listens on: reaching it would exit 1, not 2.
+	nowhere := "127.0.0.1:1"
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative rate", []string{"run", quick, "--broker", nowhere, "--rate", "-5"}, `--rate: field "rate": must be between 0`},
+		{"negative messages", []string{"run", quick, "--broker", nowhere, "--messages", "-1"}, "--messages"},
+		{"tiny duration", []string{"run", quick, "--broker", nowhere, "--duration", "1ns"}, "must be at least 1s"},
+		{"zero interval", []string{"run", quick, "--broker", nowhere, "--interval", "0"}, "--interval"},
+		{"negative drain timeout", []string{"run", quick, "--broker", nowhere, "--drain-timeout", "-1s"}, "--drain-timeout"},
+		{"no nodes", []string{"run", quick, "--broker", nowhere, "--price-per-node-hour", "1", "--nodes", "0"}, "--nodes"},
+		{"negative price", []string{"run", quick, "--broker", nowhere, "--price-per-node-hour", "-1"}, "--price-per-node-hour"},
+		{"negative steps", []string{"run", quick, "--broker", nowhere, "--find-max-rate", "--max-steps", "-3"}, "--max-steps"},
+		{"local port 0", []string{"local", "up", "kafka", "--port", "0"}, "--port"},
+		{"local port too high", []string{"local", "up", "kafka", "--port", "70000"}, "--port"},
+		{"unwritable out", []string{"run", quick, "--broker", nowhere, "-o", filepath.Join(notDir, "r.json")}, "results cannot be written"},
+		{"unwritable omb", []string{"run", quick, "--broker", nowhere, "--omb-json", filepath.Join(notDir, "o.json")}, "results cannot be written"},
+		{"same out twice", []string{"run", quick, "--broker", nowhere, "-o", filepath.Join(dir, "a.json"), "--omb-json", filepath.Join(dir, "a.json")}, "same file"},
+		{"message too large", []string{"run", big, "--broker", lazyBroker.Get(t).Addr, "--out", filepath.Join(dir, "big.json")}, "max.request.size"},
+		{"missing topic", []string{"run", quick, "--broker", lazyBroker.Get(t).Addr, "--topic", "no-such-topic", "--messages", "10", "--out", filepath.Join(dir, "t.json")}, `"no-such-topic" does not exist`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := execute(tc.args...)
+			if code != ExitInvalidInput || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)\nstdout: %s", code, ExitInvalidInput, stderr, tc.want, stdout)
+			}
+		})
+	}
+}
+
+// TestShortMessageLimitRunMeasures: a run that sends its few messages
+// within the warmup is still measured, to its last acknowledgement.
+func TestShortMessageLimitRunMeasures(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := execute("run", "../../workloads/quick.yaml", "--broker", lazyBroker.Get(t).Addr, "--messages", "300",
+		"--out", out, "--quiet", "--max-send-lag", "200ms")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Measured
+	if m.DurationSeconds <= 0 || m.PublishLatency.Count != 300 || m.Acked != 300 || m.PublishRate <= 0 || len(res.Warnings) == 0 {
+		t.Errorf("measured %+v, warnings %q", m, res.Warnings)
+	}
+}
+
+// TestFinishRunVerdicts: the exit code is the verdict of the results, and
+// results that cannot be written where asked are saved elsewhere, with the
+// summary printed all the same.
+func TestFinishRunVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	w := &workload.Workload{Name: "w", MessageSize: 100, Topics: 1, PartitionsPerTopic: 1, ProducersPerTopic: 1}
+	run := func(c results.Counts) *results.Run {
+		return &results.Run{Schema: results.Schema, ID: "x", Workload: w, Counts: c,
+			Measured: results.Aggregate{Traffic: results.Traffic{PublishLatency: metrics.Latency{Count: c.Acked}}}}
+	}
+	cases := []struct {
+		name   string
+		res    *results.Run
+		code   int
+		stdout string
+	}{
+		{"ok", run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), ExitOK, "complete"},
+		{"all failed", run(results.Counts{Sent: 4, Failed: 4, FailedByKind: map[string]int64{"MESSAGE_TOO_LARGE": 4}}), ExitRunFailed, "RUN FAILED"},
+		{"lost", run(results.Counts{Sent: 10, Acked: 10, Consumed: 8, Lost: 2}), ExitAccountingFail, "lost 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := finishRun(IO{Out: &out, Err: &errOut}, tc.res, nil, filepath.Join(dir, tc.name+".json"), "")
+			if code := exitCode(err); code != tc.code || !strings.Contains(out.String(), tc.stdout) {
+				t.Errorf("exit %d (want %d): %v\n%s", code, tc.code, err, out.String())
+			}
+		})
+	}
+	// The requested path cannot be written: the summary is still printed,
+	// the results go to a fallback the message names, and the exit is 1.
+	notDir := filepath.Join(dir, "file")
+	_ = os.WriteFile(notDir, nil, 0o644)
+	var out bytes.Buffer
+	err := finishRun(IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), nil, filepath.Join(notDir, "r.json"), "")
+	fallback := filepath.Join(dir, "brokerbench-r.json")
+	if exitCode(err) != ExitRunFailed || !strings.Contains(out.String(), "accounting:") || !strings.Contains(out.String(), fallback) {
+		t.Errorf("exit %d: %v\n%s", exitCode(err), err, out.String())
+	}
+	if _, err := results.Read(fallback); err != nil {
+		t.Errorf("fallback not written: %v", err)
+	}
+}

@@ -1,0 +1,45 @@
+package results
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestJudge(t *testing.T) {
+	stored := func(n int64) *int64 { return &n }
+	cases := []struct {
+		name string
+		run  Run
+		kind VerdictKind
+		want string // in the reason
+	}{
+		// A clean run.
+		{"ok", Run{Counts: Counts{Sent: 100, Acked: 100, Consumed: 100}}, OK, ""},
+		// A consume-only run sends nothing and is not a failure.
+		{"consume only", Run{Counts: Counts{Consumed: 100}}, OK, ""},
+		// Every send failed: the run measured errors, not the broker.
+		{"all failed", Run{Counts: Counts{Sent: 4, Failed: 4, FailedByKind: map[string]int64{"MESSAGE_TOO_LARGE": 4}}}, Failed, "MESSAGE_TOO_LARGE=4"},
+		// Nothing acknowledged, nothing failed yet (all unacked).
+		{"none acked", Run{Counts: Counts{Sent: 10, Unacked: 10}}, Failed, "no message was acknowledged"},
+		// More than MaxFailedShare of the sends failed.
+		{"too many failed", Run{Counts: Counts{Sent: 1000, Acked: 980, Failed: 20, FailedByKind: map[string]int64{"timeout": 20}}}, Failed, "20 of 1000 sends failed"},
+		// Within the share: the run stands.
+		{"few failed", Run{Counts: Counts{Sent: 1000, Acked: 995, Failed: 5}}, OK, ""},
+		// Interrupted wins over everything else.
+		{"interrupted", Run{Partial: true, PartialReason: "interrupt", Counts: Counts{Sent: 4, Failed: 4}}, Interrupted, "interrupt"},
+		{"lost", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 2}}, AccountingMismatch, "2 acknowledged"},
+		{"stored differs", Run{Counts: Counts{Sent: 10, Acked: 10, StoredByBroker: stored(9)}}, AccountingMismatch, "stores 9"},
+		{"target missed", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, Reason: "late"}}, TargetNotHeld, "late"},
+		{"search found nothing", Run{Counts: Counts{Sent: 10, Acked: 10}, MaxRate: &MaxRateSearch{}}, TargetNotHeld, "no rate"},
+		// A failed run is reported as failed even if its target was missed.
+		{"failed beats target", Run{Counts: Counts{Sent: 10, Failed: 10}, Target: &Target{Held: false}}, Failed, "no message"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(&tc.run)
+			if v.Kind != tc.kind || !strings.Contains(v.Reason, tc.want) || (tc.kind == OK) != (v.Reason == "") {
+				t.Errorf("Judge = %+v, want kind %d with %q", v, tc.kind, tc.want)
+			}
+		})
+	}
+}
