@@ -40,6 +40,8 @@ fuzz:
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/maxrate -run '^$$' -fuzz '^FuzzParseSLO$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseStudy$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/report -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -176,3 +176,32 @@ func TestFinishRunVerdicts(t *testing.T) {
 		t.Errorf("fallback not written: %v", err)
 	}
 }
+
+// TestReportAndCompareInputs: a minimal or foreign results file is a clear
+// input error, never a panic; two single results files are compared with
+// each other whatever their names, and a partial one is marked.
+func TestReportAndCompareInputs(t *testing.T) {
+	dir := t.TempDir()
+	minimal := filepath.Join(dir, "minimal.json")
+	_ = os.WriteFile(minimal, []byte(`{"schema":"brokerbench/results/v1"}`), 0o644)
+	for _, args := range [][]string{{"report", minimal, "-o", filepath.Join(dir, "r.html")}, {"compare", minimal, minimal}} {
+		if code, _, stderr := execute(args...); code != ExitInvalidInput || !strings.Contains(stderr, "without a workload") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	w := &workload.Workload{Name: "w", MessageSize: 100, Topics: 1, PartitionsPerTopic: 1}
+	write := func(name string, rate float64, partial bool) string {
+		p := filepath.Join(dir, name)
+		r := &results.Run{Schema: results.Schema, ID: name, Workload: w, Partial: partial,
+			Measured: results.Aggregate{DurationSeconds: 1, Traffic: results.Traffic{PublishRate: rate, Acked: 1}}}
+		if err := results.Write(p, r); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := write("kafka-4.2.json", 100, false), write("kafka-4.3.json", 150, true)
+	code, stdout, stderr := execute("compare", a, b)
+	if code != ExitOK || !strings.Contains(stdout, "+50.0%") || !strings.Contains(stdout, "(partial)") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

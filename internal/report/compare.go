@@ -11,20 +11,42 @@ import (
 var compared = []string{"publishRate", "consumeRate", "publishP50", "publishP99", "e2eP50", "e2eP99"}
 
 // Compare builds the delta table of two inputs: a row per configuration
-// present in both (matched by label) and figure, with A's and B's medians
-// and B's change relative to A.
+// present in both and figure, with A's and B's medians and B's change
+// relative to A. Two inputs of one configuration each (two results files)
+// are compared with each other whatever their names; otherwise
+// configurations are matched by workload, setup and parameter values.
+// A configuration with a partial run is marked "(partial)".
 func Compare(a, b *Input) (*Table, error) {
 	t := &Table{Title: "Comparison",
 		Headers:    []string{"Configuration", "Figure", "A", "B", "Change"},
 		CSVHeaders: []string{"configuration", "figure", "a", "b", "change"}}
-	byLabel := map[string]*Group{}
-	for _, g := range b.Groups {
-		byLabel[g.Label] = g
+	type pair struct {
+		label  string
+		ga, gb *Group
 	}
-	for _, ga := range a.Groups {
-		gb := byLabel[ga.Label]
-		if gb == nil {
-			continue
+	var pairs []pair
+	if len(a.Groups) == 1 && len(b.Groups) == 1 {
+		label := a.Groups[0].Label
+		if l := b.Groups[0].Label; l != label {
+			label += " vs " + l
+		}
+		pairs = append(pairs, pair{label, a.Groups[0], b.Groups[0]})
+	} else {
+		byLabel := map[string]*Group{}
+		for _, g := range b.Groups {
+			byLabel[g.Label] = g
+		}
+		for _, ga := range a.Groups {
+			if gb := byLabel[ga.Label]; gb != nil {
+				pairs = append(pairs, pair{ga.Label, ga, gb})
+			}
+		}
+	}
+	for _, p := range pairs {
+		ga, gb := p.ga, p.gb
+		label := p.label
+		if ga.partial() || gb.partial() {
+			label += " (partial)"
 		}
 		for _, id := range compared {
 			c := columns[id]
@@ -37,14 +59,24 @@ func Compare(a, b *Input) (*Table, error) {
 				d := (vb - va) / va * 100
 				change, changeCSV = fmt.Sprintf("%+.1f%%", d), csvNum(d)
 			}
-			t.Rows = append(t.Rows, []string{ga.Label, c.header, formatNum(va, c.digits), formatNum(vb, c.digits), change})
-			t.CSV = append(t.CSV, []string{ga.Label, id, csvNum(va), csvNum(vb), changeCSV})
+			t.Rows = append(t.Rows, []string{label, c.header, formatNum(va, c.digits), formatNum(vb, c.digits), change})
+			t.CSV = append(t.CSV, []string{label, id, csvNum(va), csvNum(vb), changeCSV})
 		}
 	}
 	if len(t.Rows) == 0 {
 		return nil, fmt.Errorf("the two inputs share no configuration: A has %s; B has %s", labels(a), labels(b))
 	}
 	return t, nil
+}
+
+// partial reports whether any of the group's runs is partial.
+func (g *Group) partial() bool {
+	for _, r := range g.Runs {
+		if r.Partial {
+			return true
+		}
+	}
+	return false
 }
 
 func median(g *Group, c column) float64 {

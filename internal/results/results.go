@@ -384,12 +384,24 @@ func Read(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Decode(path, data)
+}
+
+// Decode parses a results file's content; name is used in errors. It
+// rejects content a report could not show (no workload, no schema).
+func Decode(name string, data []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a brokerbench results file: %w", path, err)
+		return nil, fmt.Errorf("%s: not a brokerbench results file: %w", name, err)
 	}
 	if r.Schema != Schema {
-		return nil, fmt.Errorf("%s: schema %q, this build reads %q", path, r.Schema, Schema)
+		return nil, fmt.Errorf("%s: schema %q, this build reads %q", name, r.Schema, Schema)
+	}
+	if r.Workload == nil {
+		return nil, fmt.Errorf("%s: results without a workload: the file is incomplete; rerun, or read an unfinished run's journal (.journal.jsonl) instead", name)
+	}
+	if r.IntervalSeconds < 0 || r.Workload.MessageSize < 0 || r.Workload.Topics < 0 {
+		return nil, fmt.Errorf("%s: results with negative sizes: the file was not written by brokerbench", name)
 	}
 	return &r, nil
 }
