@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
@@ -82,15 +86,27 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if err != nil {
 		return "", err
 	}
+	if err := f.local.validate(); err != nil {
+		return "", err
+	}
 	tgt := newTarget(io, f.broker, f.local)
 	brokers := 1
-	if f.broker != "" {
+	switch {
+	case f.broker != "" && f.list:
+		// --list never contacts a broker: every setup is listed as if the
+		// cluster were large enough.
+		brokers = math.MaxInt32
+		fmt.Fprintln(io.Err, "note: --list does not contact the cluster; setups are not checked against its size")
+	case f.broker != "":
 		if brokers, err = tgt.brokers(ctx, probeDriver(s)); err != nil {
 			return "", err
 		}
 	}
 	runs, err := study.Plan(s, scale, study.Target{Brokers: brokers})
 	if err != nil {
+		return "", err
+	}
+	if err := checkStudy(s, runs, tgt); err != nil {
 		return "", err
 	}
 	if f.list {
@@ -156,6 +172,36 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		return dir, withCode(ExitRunFailed, fmt.Errorf("%d runs failed and %d are partial; see %s", counts[study.Failed], counts[study.Partial], filepath.Join(dir, "study.json")))
 	}
 	return dir, nil
+}
+
+// checkStudy validates, before anything runs and without a broker, what
+// the study loader cannot: the report columns, and every planned run's
+// driver settings (a misspelled or out-of-range swept property).
+func checkStudy(s *workload.Study, runs []study.Run, tgt *target) error {
+	var errs []error
+	ids := report.ColumnIDs()
+	for _, c := range s.Columns {
+		if !slices.Contains(ids, c) {
+			errs = append(errs, &workload.FieldError{File: s.Source, Line: s.ColumnsLine, Field: "columns",
+				Msg: fmt.Sprintf("unknown column %q%s; columns: %s", c, workload.Suggest(c, ids), strings.Join(ids, ", "))})
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.Skip != "" {
+			continue
+		}
+		drv, err := driver.New(r.Driver, driver.Options{Endpoints: tgt.plannedEndpoints(r.Driver)})
+		if err != nil {
+			if msg := err.Error(); !seen[msg] {
+				seen[msg] = true
+				errs = append(errs, fmt.Errorf("run %s: %w", r.Key, err))
+			}
+			continue
+		}
+		drv.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // probeDriver is the driver config used to ask the target how many brokers

@@ -55,6 +55,18 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 	return []string{t.localAddr}, nil
 }
 
+// plannedEndpoints returns the endpoints a driver for dc would use, without
+// starting or contacting anything: for validating settings ahead of a run.
+func (t *target) plannedEndpoints(dc *workload.DriverConfig) []string {
+	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+		return t.endpoints
+	}
+	if _, ok := dc.Common.Get("bootstrap.servers"); ok {
+		return nil
+	}
+	return []string{fmt.Sprintf("127.0.0.1:%d", t.local.port)}
+}
+
 // connectTimeout bounds the first request to a broker.
 const connectTimeout = 15 * time.Second
 

@@ -104,9 +104,9 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	var params []results.Param
 	for _, a := range combo {
 		if err := workload.ApplySweep(&w, &dc, a.param, a.value); err != nil {
-			return Run{}, fmt.Errorf("%s: sweep %s=%s: %w", s.Source, a.param.Name, a.value, err)
+			return Run{}, fmt.Errorf("%s: sweep %s=%s: %w", s.Source, a.param.Name, a.shown(), err)
 		}
-		params = append(params, results.Param{Name: a.param.Name, Value: a.value})
+		params = append(params, results.Param{Name: a.param.Name, Value: a.shown()})
 	}
 	if scale == Quick {
 		q := s.Quick
@@ -156,6 +156,16 @@ type assignment struct {
 	value string
 }
 
+// shown is the value as results, file names and logs show it: a secret
+// setting's value is replaced by its position among the swept values, so
+// runs stay distinct and the secret is written nowhere.
+func (a assignment) shown() string {
+	if !workload.IsSecret(a.param.Name) {
+		return a.value
+	}
+	return fmt.Sprintf("redacted-%d", slices.Index(a.param.Values, a.value)+1)
+}
+
 // combinations is the cartesian product of the sweep's values, the last
 // parameter varying fastest; one empty combination without a sweep.
 func combinations(sweep []workload.SweepParam) [][]assignment {
@@ -180,7 +190,7 @@ func key(wi, nWorkloads int, workloadName, setup string, combo []assignment, it 
 	}
 	parts = append(parts, setup)
 	for _, a := range combo {
-		parts = append(parts, a.param.Name+"="+a.value)
+		parts = append(parts, a.param.Name+"="+a.shown())
 	}
 	parts = append(parts, fmt.Sprintf("it%d", it))
 	return results.FileName(strings.Join(parts, "_"))

@@ -3,6 +3,7 @@ package study
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,9 +158,9 @@ func TestExecuteResumes(t *testing.T) {
 		made[r.Key]++
 		if len(made) == 3 {
 			cancel() // interrupted during the third run
-			return &results.Run{Schema: results.Schema, ID: r.Key, Partial: true, PartialReason: "interrupted"}, ctx.Err()
+			return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload, Partial: true, PartialReason: "interrupted"}, ctx.Err()
 		}
-		return &results.Run{Schema: results.Schema, ID: r.Key}, nil
+		return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload}, nil
 	}
 	idx, err := Execute(ctx, s, runs, Options{Dir: dir, Scale: Quick, Exec: exec})
 	if !errors.Is(err, context.Canceled) {
@@ -172,7 +173,7 @@ func TestExecuteResumes(t *testing.T) {
 	exec2 := func(ctx context.Context, r Run) (*results.Run, error) {
 		made[r.Key]++
 		again++
-		return &results.Run{Schema: results.Schema, ID: r.Key}, nil
+		return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload}, nil
 	}
 	idx, err = Execute(context.Background(), s, runs, Options{Dir: dir, Scale: Quick, Exec: exec2})
 	if err != nil {
@@ -207,5 +208,30 @@ func TestExecuteResumes(t *testing.T) {
 	}
 	if _, err := ReadIndex(dir); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPlanRedactsSweptSecrets: a swept secret never appears in a run's key
+// (its file name) or parameters, and its runs stay distinct.
+func TestPlanRedactsSweptSecrets(t *testing.T) {
+	s := load(t)
+	s.Sweep = append(s.Sweep, workload.SweepParam{Name: "common.ssl.truststore.password", Values: []string{"hunter2", "swordfish"}, File: "s.yaml", Line: 1})
+	runs, err := Plan(s, Full, Target{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, r := range runs {
+		text := r.Key + fmt.Sprint(r.Params)
+		if strings.Contains(text, "hunter2") || strings.Contains(text, "swordfish") {
+			t.Fatalf("secret shown: %s", text)
+		}
+		if keys[r.Key] {
+			t.Fatalf("duplicate key %s", r.Key)
+		}
+		keys[r.Key] = true
+	}
+	if !strings.Contains(runs[0].Key, "redacted-1") {
+		t.Errorf("key %s does not say which secret", runs[0].Key)
 	}
 }

@@ -238,9 +238,14 @@ func (c *DriverConfig) Redacted() *DriverConfig {
 	return &out
 }
 
+// IsSecret reports whether a setting named key looks like it holds a
+// secret (password, secret, token, JAAS config, credentials, key
+// material): its value is then never shown.
+func IsSecret(key string) bool { return isSecret(key) }
+
 func isSecret(key string) bool {
 	k := strings.ToLower(key)
-	for _, s := range []string{"password", "secret", "jaas", "token", "credential", "sasl.username"} {
+	for _, s := range []string{"password", "secret", "jaas", "token", "credential", "sasl.username", "keystore.key", "key.pem", "private", ".key"} {
 		if strings.Contains(k, s) {
 			return true
 		}

@@ -37,6 +37,10 @@ func (e *FieldError) Error() string {
 // Unwrap makes every FieldError match ErrInvalid.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
+// Suggest returns " (did you mean X?)" when a known name is close to name,
+// else "".
+func Suggest(name string, known []string) string { return suggest(name, known) }
+
 // suggest returns " (did you mean X?)" when a known name is close to name.
 func suggest(name string, known []string) string {
 	best, bestDist := "", 4

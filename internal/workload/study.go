@@ -30,6 +30,8 @@ type Study struct {
 	// Columns are the report table's columns (see the report package);
 	// empty means its default.
 	Columns []string
+	// ColumnsLine is the line of the columns field, for errors.
+	ColumnsLine int `json:"-"`
 }
 
 // Setup is one broker setup a study compares.
@@ -169,6 +171,7 @@ func ParseStudy(name string, data []byte) (*Study, error) {
 		},
 		"columns": func(d *decoder, key string, v *yaml.Node) {
 			s.Columns = d.stringList(key, v)
+			s.ColumnsLine = v.Line
 		},
 	})
 	if s.Name == "" {

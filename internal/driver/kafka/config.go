@@ -131,7 +131,8 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 		for _, p := range props {
 			s, ok := settings[p.Key]
 			if !ok {
-				fail(p.Error("unsupported Kafka property in %s; supported: %s", section, strings.Join(supported(), ", ")))
+				fail(p.Error("unsupported Kafka property in %s%s; docs/workloads.md lists the %d supported ones",
+					section, workload.Suggest(p.Key, supported()), len(supported())))
 				continue
 			}
 			if allowed != scopeClient && s.scope != scopeClient && s.scope != allowed {
