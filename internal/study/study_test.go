@@ -130,7 +130,7 @@ func TestParseStudyErrors(t *testing.T) {
 	cases := map[string]string{
 		"name: s\n": "workload",
 		"name: s\nworkload: {name: a}\nsweep: {partitions: [1]}\n":       "partitionsPerTopic",
-		"name: s\nworkload: {name: a}\nsweep: {messageSize: [big]}\n":    "not a non-negative whole number",
+		"name: s\nworkload: {name: a}\nsweep: {messageSize: [big]}\n":    "must be an integer, got \"big\"",
 		"name: s\nworkload: {name: a}\nsetups: [{name: x, only: [b]}]\n": `workload "b"`,
 		"name: s\nworkload: {name: a, partitions: 3}\n":                  "s.yaml:2",
 		"name: s\nworkload: {name: a}\nsetups: [{name: x}, {name: x}]\n": "used twice",
