@@ -91,6 +91,9 @@ accounting. It reads its own workload format and OpenMessaging Benchmark files.`
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what the version command prints.
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newVersionCmd(io))
 	return root

@@ -234,3 +234,19 @@ func TestStudyValidatedAtLoad(t *testing.T) {
 		t.Errorf("exit %d: a secret is shown, or the runs are not told apart:\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestHelpExamplesNameRealFiles: every brokerbench file an example of
+// 'run --help' names exists (OMB's own files are in an OMB checkout).
+func TestHelpExamplesNameRealFiles(t *testing.T) {
+	_, stdout, _ := execute("run", "--help")
+	for _, f := range strings.Fields(stdout) {
+		if strings.HasPrefix(f, "workloads/") && strings.HasSuffix(f, ".yaml") && !strings.Contains(f, "1-topic-16") {
+			if _, err := os.Stat(filepath.Join("../..", f)); err != nil {
+				t.Errorf("run --help names %s: %v", f, err)
+			}
+		}
+	}
+	if code, stdout, _ := execute("--version"); code != 0 || !strings.HasPrefix(stdout, "brokerbench ") {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}

@@ -69,10 +69,11 @@ lost, or the broker stores a different number than were acknowledged).
 A fixed-rate run holds its target when it achieves at least 99% of the rate
 and its send lag p99 stays within --max-send-lag.`,
 		Example: `  brokerbench run workloads/quick.yaml
-  brokerbench run omb/1-topic-16-partitions-1kb.yaml --driver omb/kafka-throughput.yaml --duration 30s --warmup 5s
+  # from an OpenMessaging Benchmark checkout's root, OMB's files unchanged:
+  brokerbench run workloads/1-topic-16-partitions-1kb.yaml --driver driver-kafka/kafka-throughput.yaml --duration 30s --warmup 5s
   brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json
   brokerbench run workloads/max-rate-100b.yaml --find-max-rate --slo 'p99<50ms,e2e.p99<100ms' --warmup 2s --duration 10s
-  brokerbench run consume-only.yaml --topic prefilled --messages 8000000   # consume what an existing topic holds`,
+  brokerbench run workloads/consume-only.yaml --topic prefilled --messages 8000000   # consume what an existing topic holds`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("run takes exactly one workload file, got %d arguments", len(args))}

@@ -50,7 +50,7 @@ func watchInterrupts(parent context.Context, w io.Writer) *interrupts {
 	}}
 }
 
-// closeBounded closes drv, waiting at most 5 s once abandon is done: a
+// closeBounded closes drv, waiting at most 2 s once abandon is done: a
 // stuck broker must not keep the process from exiting.
 func closeBounded(drv driver.Driver, abandon context.Context) {
 	done := make(chan struct{})
@@ -60,7 +60,7 @@ func closeBounded(drv driver.Driver, abandon context.Context) {
 	case <-abandon.Done():
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(2 * time.Second):
 		}
 	}
 }

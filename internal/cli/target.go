@@ -96,7 +96,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	if err != nil {
 		drv.Close()
 		if ctx.Err() == nil && vctx.Err() != nil {
-			err = fmt.Errorf("no answer from %s at %s within %s (something listens there, or the address is unreachable): %w", dc.Name, where, connectTimeout, err)
+			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
 		return nil, env, withCode(ExitRunFailed, err)
 	}

@@ -10,6 +10,12 @@ import (
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 )
 
+// versionLine describes this build.
+func versionLine() string {
+	return fmt.Sprintf("brokerbench %s (commit %s, %s %s/%s; local Kafka %s)",
+		sysinfo.Version, sysinfo.Commit(), runtime.Version(), runtime.GOOS, runtime.GOARCH, local.KafkaVersion)
+}
+
 func newVersionCmd(io IO) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
@@ -17,8 +23,7 @@ func newVersionCmd(io IO) *cobra.Command {
 		Example: "  brokerbench version",
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(io.Out, "brokerbench %s (commit %s, %s %s/%s; local Kafka %s)\n",
-				sysinfo.Version, sysinfo.Commit(), runtime.Version(), runtime.GOOS, runtime.GOARCH, local.KafkaVersion)
+			fmt.Fprintln(io.Out, versionLine())
 			return nil
 		},
 	}
