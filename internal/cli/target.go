@@ -38,11 +38,8 @@ func newTarget(io IO, broker string, local localFlags) *target {
 // endpointsFor returns the endpoints a driver for dc should use; nil lets
 // the driver use its config's own.
 func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([]string, error) {
-	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+	if !t.usesLocal(dc) {
 		return t.endpoints, nil
-	}
-	if _, ok := dc.Common.Get("bootstrap.servers"); ok {
-		return nil, nil
 	}
 	if t.localAddr == "" {
 		st, err := t.local.kafka(t.io).Up(ctx)
@@ -55,14 +52,21 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 	return []string{t.localAddr}, nil
 }
 
+// usesLocal reports whether a driver for dc runs against the local broker:
+// no address given on the command line and none in its config.
+func (t *target) usesLocal(dc *workload.DriverConfig) bool {
+	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+		return false
+	}
+	_, configured := dc.Common.Get("bootstrap.servers")
+	return !configured
+}
+
 // plannedEndpoints returns the endpoints a driver for dc would use, without
 // starting or contacting anything: for validating settings ahead of a run.
 func (t *target) plannedEndpoints(dc *workload.DriverConfig) []string {
-	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+	if !t.usesLocal(dc) {
 		return t.endpoints
-	}
-	if _, ok := dc.Common.Get("bootstrap.servers"); ok {
-		return nil
 	}
 	return []string{fmt.Sprintf("127.0.0.1:%d", t.local.port)}
 }
@@ -107,10 +111,8 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 // brokers is the size of the target cluster: 1 for the local broker, else
 // what the driver for dc reads from the cluster (1 if it cannot tell).
 func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, error) {
-	if len(t.endpoints) == 0 {
-		if _, ok := dc.Common.Get("bootstrap.servers"); !ok {
-			return 1, nil
-		}
+	if t.usesLocal(dc) {
+		return 1, nil
 	}
 	drv, _, err := t.connect(ctx, dc)
 	if err != nil {
