@@ -22,6 +22,9 @@ const (
 	ExitTargetNotHeld  = 3 // the run completed but did not hold its target rate
 	ExitInterrupted    = 4 // interrupted; partial results were written
 	ExitAccountingFail = 5 // acknowledged and stored message counts disagree
+	// ExitLoadGeneratorBound: the target was missed because brokerbench
+	// itself could not keep its schedule; the run does not measure the broker.
+	ExitLoadGeneratorBound = 6
 )
 
 // IO holds the streams commands use.

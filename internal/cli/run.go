@@ -36,6 +36,7 @@ type runFlags struct {
 	findMaxRate  bool
 	slo          string
 	maxSteps     int
+	repeats      int
 	topics       string
 	pprofDir     string
 	perNodeHour  float64
@@ -65,7 +66,9 @@ afterwards (stop it with 'brokerbench local down kafka').
 
 Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
 4 interrupted (partial results written), 5 accounting mismatch (messages
-lost, or the broker stores a different number than were acknowledged).
+lost, or the broker stores a different number than were acknowledged),
+6 load-generator-bound (the target was missed because brokerbench itself
+could not keep the schedule: see the summary's LOAD-GENERATOR-BOUND line).
 A fixed-rate run holds its target when it achieves at least 99% of the rate
 and its send lag p99 stays within --max-send-lag.`,
 		Example: `  brokerbench run workloads/quick.yaml
@@ -101,7 +104,8 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
-	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled probe")
+	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled warm-up and probe")
+	fl.IntVar(&f.repeats, "repeats", 1, "times --find-max-rate runs the found rate and the failed rate above it again, to show how repeatable the answer is (0 for none)")
 	fl.Float64Var(&f.perNodeHour, "price-per-node-hour", 0, "cost of one broker node per hour: the summary and results then give the cost per billion messages")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of broker nodes --price-per-node-hour applies to")
 	fl.StringVar(&f.pprofDir, "pprof", "", "write CPU and heap profiles of the load generator (cpu.pprof, heap.pprof) to this directory")
@@ -196,7 +200,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	var res *results.Run
 	var runErr error
 	if f.findMaxRate {
-		res, runErr = searchMaxRate(sig.stop, io, cfg, slo, f.maxSteps)
+		res, runErr = searchMaxRate(sig.stop, io, cfg, slo, f.maxSteps, f.repeats)
 	} else {
 		res, runErr = runner.Run(sig.stop, cfg)
 	}
@@ -262,6 +266,7 @@ func finishRun(io IO, res *results.Run, runErr error, out, ombOut string) error 
 var verdictCodes = map[results.VerdictKind]int{
 	results.OK: ExitOK, results.Failed: ExitRunFailed, results.TargetNotHeld: ExitTargetNotHeld,
 	results.Interrupted: ExitInterrupted, results.AccountingMismatch: ExitAccountingFail,
+	results.LoadGeneratorBound: ExitLoadGeneratorBound,
 }
 
 // applyOverrides sets the workload fields given on the command line, each
@@ -301,6 +306,9 @@ func (f *runFlags) validate(changed func(string) bool) error {
 	}
 	if f.maxSteps < 1 {
 		bad("max-steps", "must be at least 1, got %d", f.maxSteps)
+	}
+	if f.repeats < 0 {
+		bad("repeats", "must be 0 or more, got %d", f.repeats)
 	}
 	if f.perNodeHour < 0 {
 		bad("price-per-node-hour", "must not be negative, got %v", f.perNodeHour)
@@ -349,7 +357,7 @@ func splitList(s string) []string {
 // searchMaxRate runs a max sustainable rate search with cfg as the template
 // of every step. It returns the run at the highest held rate with the
 // search attached, or the last step's run if none held.
-func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.Objective, maxSteps int) (*results.Run, error) {
+func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.Objective, maxSteps, repeats int) (*results.Run, error) {
 	var last *results.Run
 	trial := func(ctx context.Context, rate float64) (*results.Run, error) {
 		w := *cfg.Workload
@@ -369,7 +377,7 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.
 		return res, err
 	}
 	out, err := maxrate.Search(ctx, maxrate.Config{
-		Trial: trial, SLO: slo, MaxSteps: maxSteps,
+		Trial: trial, SLO: slo, MaxSteps: maxSteps, Repeats: repeats,
 		Progress: func(s results.RateStep) { fmt.Fprintln(io.Err, results.RateStepLine(s)) },
 	})
 	res := out.Best

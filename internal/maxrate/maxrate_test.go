@@ -12,20 +12,33 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// broker models a system under test: it sustains up to capacity msg/s, and
-// its publish p99 grows as 1 ms / (1 - rate/saturation).
+// broker models a system under test: the producers can push up to
+// producers msg/s, the broker sustains up to capacity msg/s (capacities,
+// if set, gives it run by run), and its publish p99 grows as
+// 1 ms / (1 - rate/saturation). The unthrottled probe achieves ceiling
+// (a slow moment, if below the real limit); the first run, cold, achieves
+// a tenth of its rate if cold is set.
 type broker struct {
-	ceiling, capacity, saturation float64
-	runs                          []float64
+	ceiling, producers, capacity, saturation float64
+	capacities                               []float64
+	cold                                     bool
+	runs                                     []float64
 }
 
 func (b *broker) trial(_ context.Context, rate float64) (*results.Run, error) {
 	b.runs = append(b.runs, rate)
+	limit := b.capacity
+	if n := len(b.runs) - 1; n < len(b.capacities) {
+		limit = b.capacities[n]
+	}
 	achieved := rate
 	if rate == 0 {
 		achieved = b.ceiling
 	}
-	achieved = min(achieved, b.capacity)
+	achieved = min(achieved, limit, max(b.producers, b.ceiling))
+	if b.cold && len(b.runs) == 1 {
+		achieved /= 10
+	}
 	p99 := 1 / max(1e-3, 1-achieved/b.saturation)
 	res := &results.Run{ID: "r", Workload: &workload.Workload{Topics: 1, ProducersPerTopic: 1}}
 	res.Measured.PublishRate = achieved
@@ -65,20 +78,23 @@ func checkOutcome(t *testing.T, out Outcome, b *broker, lo, hi float64) {
 	if out.Best == nil || out.Best.Target.Rate != s.Rate {
 		t.Fatalf("best run %+v does not match the rate %.0f", out.Best, s.Rate)
 	}
-	if len(b.runs) > 11 || b.runs[0] != 0 {
-		t.Fatalf("runs %v: want the probe first and at most 10 steps", b.runs)
+	if len(b.runs) > 2+10+2 || b.runs[0] != 0 || b.runs[1] != 0 || s.Steps[0].Kind != results.StepWarmup || s.Steps[1].Kind != results.StepProbe {
+		t.Fatalf("runs %v: want a warm-up and a probe first, at most 10 steps and 2 repeats", b.runs)
 	}
 	tried := map[float64]bool{}
-	for _, r := range b.runs[1:] {
-		if tried[r] {
-			t.Fatalf("runs %v: %.0f msg/s tried twice", b.runs, r)
+	for _, st := range s.Steps {
+		if st.Kind != results.StepSearch {
+			continue
 		}
-		tried[r] = true
+		if tried[st.TargetRate] {
+			t.Fatalf("runs %v: %.0f msg/s tried twice", b.runs, st.TargetRate)
+		}
+		tried[st.TargetRate] = true
 	}
 }
 
 func TestSearchFindsCapacity(t *testing.T) {
-	b := &broker{ceiling: 120_000, capacity: 100_000, saturation: 1e12}
+	b := &broker{ceiling: 120_000, producers: 120_000, capacity: 100_000, saturation: 1e12}
 	out, err := Search(context.Background(), Config{Trial: b.trial})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +107,7 @@ func TestSearchFindsCapacity(t *testing.T) {
 
 func TestSearchRespectsSLO(t *testing.T) {
 	// p99 < 5 ms holds below 0.8 x saturation = 120k.
-	b := &broker{ceiling: 200_000, capacity: 200_000, saturation: 150_000}
+	b := &broker{ceiling: 200_000, producers: 200_000, capacity: 200_000, saturation: 150_000}
 	out, err := Search(context.Background(), Config{Trial: b.trial, SLO: mustSLO(t, "p99<5ms")})
 	if err != nil {
 		t.Fatal(err)
@@ -107,34 +123,82 @@ func TestSearchRespectsSLO(t *testing.T) {
 }
 
 func TestSearchHoldsAtCeiling(t *testing.T) {
-	// A measured ceiling is rarely a whole number of messages per second;
-	// the search tries it once, rounded, and stops there.
+	// The producers' own limit is the ceiling: the step above it fails, and
+	// the search settles on the ceiling, rounded (a measured ceiling is
+	// rarely a whole number of messages per second).
 	for _, ceiling := range []float64{50_000, 50_000.4} {
-		b := &broker{ceiling: ceiling, capacity: 1e9, saturation: 1e12}
-		out, err := Search(context.Background(), Config{Trial: b.trial})
+		b := &broker{ceiling: ceiling, producers: ceiling, capacity: 1e9, saturation: 1e12}
+		out, err := Search(context.Background(), Config{Trial: b.trial, Repeats: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkOutcome(t, out, b, 50_000, 50_000)
-		if len(b.runs) != 6 {
-			t.Errorf("ceiling %.1f: runs %v, want the probe and 5 doublings from ceiling/16", ceiling, b.runs)
+		if rp := out.Search.Repeatability; rp == nil || rp.Held != 2 || rp.Runs != 2 || rp.Above <= 50_000 || rp.Above > 62_500 || rp.AboveHeld != 0 || rp.AboveRuns != 2 {
+			t.Errorf("repeatability %+v: want 50000 held 2 of 2, the failed rate above it failed 2 of 2", rp)
 		}
 	}
 }
 
+// TestSearchLooksAboveASlowProbe: a probe that met a slow moment does not
+// cap the search: steps holding at its ceiling are followed by higher ones.
+func TestSearchLooksAboveASlowProbe(t *testing.T) {
+	b := &broker{ceiling: 600_000, producers: 2_000_000, capacity: 900_000, saturation: 1e12}
+	out, err := Search(context.Background(), Config{Trial: b.trial, MaxSteps: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutcome(t, out, b, 855_000, 900_000)
+	if s := out.Search; s.Ceiling != 600_000 || s.Rate <= s.Ceiling {
+		t.Errorf("ceiling %.0f, rate %.0f: want the probe's 600000 and a rate above it", s.Ceiling, s.Rate)
+	}
+}
+
+// TestSearchWarmsUpFirst: a cold first run is the unjudged warm-up, so the
+// probe measures a warm broker.
+func TestSearchWarmsUpFirst(t *testing.T) {
+	b := &broker{ceiling: 100_000, producers: 100_000, capacity: 100_000, saturation: 1e12, cold: true}
+	out, err := Search(context.Background(), Config{Trial: b.trial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := out.Search; s.Steps[0].AchievedRate != 10_000 || s.Ceiling != 100_000 {
+		t.Errorf("warm-up achieved %.0f, ceiling %.0f: want the cold 10000 left out of the ceiling of 100000", s.Steps[0].AchievedRate, s.Ceiling)
+	}
+}
+
+// TestSearchStatesRepeatability: a found rate that fails when run again is
+// reported as not repeatable.
+func TestSearchStatesRepeatability(t *testing.T) {
+	// Runs: warm-up, probe, 6250 .. 100000 (5 steps), 125000, 112500,
+	// 106250, 103125; then the repeats, where the broker slows to 90000.
+	caps := []float64{1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 100_000, 100_000, 100_000, 100_000, 100_000, 90_000, 90_000}
+	b := &broker{ceiling: 100_000, producers: 200_000, capacity: 100_000, capacities: caps, saturation: 1e12}
+	out, err := Search(context.Background(), Config{Trial: b.trial, Repeats: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := out.Search.Repeatability
+	if rp == nil || rp.Rate != 100_000 || rp.Held != 1 || rp.Runs != 2 {
+		t.Fatalf("repeatability %+v (runs %v): want 100000 held 1 of 2", rp, b.runs)
+	}
+	if d := rp.Describe(); !strings.Contains(d, "NOT REPEATABLE") {
+		t.Errorf("Describe() = %q, want NOT REPEATABLE", d)
+	}
+}
+
 func TestSearchNothingHolds(t *testing.T) {
-	b := &broker{ceiling: 10_000, capacity: 10_000, saturation: 1e12}
+	b := &broker{ceiling: 10_000, producers: 10_000, capacity: 10_000, saturation: 1e12}
 	out, err := Search(context.Background(), Config{Trial: b.trial, SLO: mustSLO(t, "p50<100us"), MaxSteps: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Search.Rate != 0 || out.Best != nil || len(out.Search.Steps) != 5 {
+	if out.Search.Rate != 0 || out.Best != nil || len(out.Search.Steps) != 6 || out.Search.Repeatability != nil {
 		t.Fatalf("nothing meets p50<100us, yet: rate %.0f, best %v, %d steps", out.Search.Rate, out.Best, len(out.Search.Steps))
 	}
 }
 
 func TestSearchStopsOnError(t *testing.T) {
-	b := &broker{ceiling: 10_000, capacity: 10_000, saturation: 1e12}
+	b := &broker{ceiling: 10_000, producers: 10_000, capacity: 10_000, saturation: 1e12}
 	boom := errors.New("broker gone")
 	calls := 0
 	trial := func(ctx context.Context, rate float64) (*results.Run, error) {

@@ -20,11 +20,14 @@ type Config struct {
 	Trial Trial
 	SLO   []Objective
 	// MaxSteps bounds the fixed-rate steps after the probe (default 10), so
-	// a search takes at most MaxSteps+1 runs.
+	// a search takes at most MaxSteps+Repeats*2+2 runs.
 	MaxSteps int
 	// Precision ends the bisection when the bracket [held, failed] is
 	// narrower than this fraction of the failed rate (default 0.05).
 	Precision float64
+	// Repeats is how many times the found rate and the failed rate above it
+	// are run again to show how repeatable the answer is (0 for none).
+	Repeats int
 	// Progress, if set, is called after every step.
 	Progress func(results.RateStep)
 }
@@ -36,15 +39,24 @@ type Outcome struct {
 	Best   *results.Run
 }
 
-// Search finds the highest sustainable rate. It first runs unthrottled to
-// find the ceiling C, the most the producers can push. It then ramps from
-// C/16, doubling while steps hold and halving while they fail, until it has
-// a held rate below a failed one, and bisects that bracket down to
+// aboveCeiling is the factor by which the search raises the rate past the
+// probe's ceiling while steps keep holding there.
+const aboveCeiling = 1.25
+
+// Search finds the highest sustainable rate. An unmeasured unthrottled
+// warm-up run comes first (a cold broker's first run is slow), then an
+// unthrottled probe finds the ceiling C, what the producers pushed. The
+// search ramps from C/16, doubling while steps hold and halving while they
+// fail, until it has a held rate below a failed one. One slow probe must
+// not cap the answer, so a step that holds at the ceiling is followed by
+// steps 25% higher until one fails. The bracket is bisected down to
 // Precision. A step holds when the run held its target rate (rate and send
 // lag), met every objective, lost and failed no message, and ended with a
-// backlog of at most one second of messages. Only held rates are ever
-// reported. The search stops early when ctx ends; the outcome so far is
-// returned with ctx's error.
+// backlog of at most one second of messages. Finally the found rate and
+// the failed rate above it are each run Repeats times again, and the
+// outcome states how often each held. Only held rates are ever reported.
+// The search stops early when ctx ends; the outcome so far is returned
+// with ctx's error.
 func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = 10
@@ -56,9 +68,16 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	for _, o := range cfg.SLO {
 		out.Search.SLO = append(out.Search.SLO, o.String())
 	}
+	warm, err := cfg.Trial(ctx, 0)
+	if warm != nil {
+		cfg.record(&out, results.StepWarmup, 0, warm, err)
+	}
+	if err != nil {
+		return out, fmt.Errorf("unthrottled warm-up: %w", err)
+	}
 	probe, err := cfg.Trial(ctx, 0)
 	if probe != nil {
-		step := cfg.record(&out, 0, probe, err)
+		step := cfg.record(&out, results.StepProbe, 0, probe, err)
 		out.Search.Ceiling = step.AchievedRate
 	}
 	if err != nil {
@@ -71,16 +90,26 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	if ceiling <= 0 {
 		return out, errors.New("unthrottled probe published nothing")
 	}
+	failed, err := cfg.bracket(ctx, &out, ceiling)
+	if err != nil || out.Best == nil {
+		return out, err
+	}
+	return out, cfg.repeat(ctx, &out, failed)
+}
+
+// bracket runs the ramp and the bisection, and returns the lowest failed
+// rate (+Inf if none failed).
+func (cfg *Config) bracket(ctx context.Context, out *Outcome, ceiling float64) (float64, error) {
 	held, failed := 0.0, math.Inf(1)
 	rate := math.Round(ceiling / 16)
 	for range cfg.MaxSteps {
 		res, err := cfg.Trial(ctx, rate)
 		if res == nil {
-			return out, err
+			return failed, err
 		}
-		step := cfg.record(&out, rate, res, err)
+		step := cfg.record(out, results.StepSearch, rate, res, err)
 		if err != nil {
-			return out, err
+			return failed, err
 		}
 		if step.Held {
 			held = rate
@@ -92,7 +121,7 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 		}
 		switch {
 		case math.IsInf(failed, 1) && rate >= ceiling:
-			return out, nil // held at the ceiling: nothing above to try
+			rate = aboveCeiling * rate // held at the ceiling: the probe was not the limit
 		case math.IsInf(failed, 1) && 2*rate >= 0.99*ceiling:
 			rate = ceiling // within 1%: try the ceiling itself
 		case math.IsInf(failed, 1):
@@ -100,23 +129,59 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 		case held == 0:
 			rate /= 2
 		case (failed-held)/failed <= cfg.Precision:
-			return out, nil
+			return failed, nil
 		default:
 			rate = (held + failed) / 2
 		}
 		rate = math.Round(rate)
 		if rate < 1 {
-			return out, nil
+			return failed, nil
 		}
 	}
-	return out, nil
+	return failed, nil
+}
+
+// repeat runs the found rate, and the failed rate above it, Repeats times
+// each, and records how often each held.
+func (cfg *Config) repeat(ctx context.Context, out *Outcome, failed float64) error {
+	if cfg.Repeats <= 0 {
+		return nil
+	}
+	rep := &results.Repeatability{Rate: out.Search.Rate, Held: 1, Runs: 1}
+	if !math.IsInf(failed, 1) {
+		rep.Above, rep.AboveRuns = failed, 1
+	}
+	out.Search.Repeatability = rep
+	for range cfg.Repeats {
+		for _, r := range []struct {
+			rate       float64
+			held, runs *int
+		}{{rep.Rate, &rep.Held, &rep.Runs}, {rep.Above, &rep.AboveHeld, &rep.AboveRuns}} {
+			if r.rate == 0 {
+				continue
+			}
+			res, err := cfg.Trial(ctx, r.rate)
+			if res == nil {
+				return err
+			}
+			step := cfg.record(out, results.StepRepeat, r.rate, res, err)
+			if err != nil {
+				return err
+			}
+			*r.runs++
+			if step.Held {
+				*r.held++
+			}
+		}
+	}
+	return nil
 }
 
 // record judges one run, appends it to the curve and reports it.
-func (cfg *Config) record(out *Outcome, rate float64, res *results.Run, runErr error) results.RateStep {
+func (cfg *Config) record(out *Outcome, kind results.StepKind, rate float64, res *results.Run, runErr error) results.RateStep {
 	m := res.Measured
 	step := results.RateStep{
-		RunID: res.ID, TargetRate: rate, AchievedRate: m.PublishRate, ConsumeRate: m.ConsumeRate,
+		RunID: res.ID, Kind: kind, TargetRate: rate, AchievedRate: m.PublishRate, ConsumeRate: m.ConsumeRate,
 		PublishLatency: m.PublishLatency, EndToEndLatency: m.EndToEndLatency, SendLagP99: m.SendLag.P99,
 	}
 	for i := len(res.Intervals) - 1; i >= 0; i-- {

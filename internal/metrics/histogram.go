@@ -32,20 +32,24 @@ func NewHDR() *hdrhistogram.Histogram {
 // Histogram is a latency histogram written by one writer at a time (one
 // goroutine, or callbacks that never run concurrently) and drained by a
 // collector. Recording takes no lock: it marks itself in progress with an
-// atomic sequence number around the write, and a drain swaps in a spare
-// histogram and waits only for a write in progress on the old one.
+// atomic sequence number around the write. A collector drains in two steps:
+// Cut swaps in a spare, which takes a few nanoseconds, so that many
+// histograms can be cut at one instant; FoldInto later adds what was cut to
+// a destination, waiting only for a write still in progress on it.
 type Histogram struct {
 	seq     atomic.Uint64 // odd while a value is being recorded
-	active  atomic.Pointer[hdrhistogram.Histogram]
+	active  atomic.Pointer[Counts]
 	drainMu sync.Mutex
-	spare   *hdrhistogram.Histogram // guarded by drainMu
+	spare   *Counts // guarded by drainMu; nil between Cut and FoldInto
+	cut     *Counts // guarded by drainMu
+	cutSeq  uint64  // seq at the cut
 	clamped atomic.Int64
 }
 
 // NewHistogram returns an empty Histogram.
 func NewHistogram() *Histogram {
-	h := &Histogram{spare: NewHDR()}
-	h.active.Store(NewHDR())
+	h := &Histogram{spare: NewCounts()}
+	h.active.Store(NewCounts())
 	return h
 }
 
@@ -63,27 +67,53 @@ func (h *Histogram) RecordNanos(ns int64) {
 		h.clamped.Add(1)
 	}
 	h.seq.Add(1)
-	_ = h.active.Load().RecordValue(us) // cannot fail: us is within range
+	h.active.Load().Record(us)
 	h.seq.Add(1)
 }
 
-// DrainInto adds everything recorded since the last drain to dst and resets
-// the Histogram. It is safe to call concurrently with RecordNanos.
-func (h *Histogram) DrainInto(dst *hdrhistogram.Histogram) {
+// Cut ends the stretch being recorded: values recorded from now on go to a
+// fresh histogram, the ones before are kept for FoldInto. A Cut without a
+// FoldInto since the previous one does nothing, so no value is ever lost.
+// It is safe to call concurrently with RecordNanos.
+func (h *Histogram) Cut() {
 	h.drainMu.Lock()
 	defer h.drainMu.Unlock()
-	old := h.active.Swap(h.spare)
+	if h.cut != nil {
+		return
+	}
+	h.cut = h.active.Swap(h.spare)
+	h.spare = nil
+	h.cutSeq = h.seq.Load()
+}
+
+// FoldInto adds the values cut by the last Cut to dst; without a Cut, it
+// does nothing. It is safe to call concurrently with RecordNanos.
+func (h *Histogram) FoldInto(dst *Counts) {
+	h.drainMu.Lock()
+	defer h.drainMu.Unlock()
+	old := h.cut
+	if old == nil {
+		return
+	}
 	// A writer that loaded old before the swap may still be writing to it:
-	// wait until its sequence number moves on. Writers that start after the
-	// swap see the new histogram.
-	if s := h.seq.Load(); s&1 == 1 {
+	// wait until its sequence number moves on. Writers that started after
+	// the swap use the new histogram.
+	if s := h.cutSeq; s&1 == 1 {
 		for h.seq.Load() == s {
 			runtime.Gosched()
 		}
 	}
-	dst.Merge(old)
+	dst.Add(old)
 	old.Reset()
-	h.spare = old
+	h.cut, h.spare = nil, old
+}
+
+// DrainInto adds everything recorded since the last drain to dst and resets
+// the Histogram: a Cut and a FoldInto. It is safe to call concurrently with
+// RecordNanos.
+func (h *Histogram) DrainInto(dst *Counts) {
+	h.Cut()
+	h.FoldInto(dst)
 }
 
 // Clamped returns how many recorded values exceeded HighestMicros.

@@ -11,9 +11,9 @@ func TestRecordAndSummarize(t *testing.T) {
 	for i := int64(1); i <= 1000; i++ {
 		h.RecordNanos(i * 1000) // 1..1000 µs
 	}
-	agg := NewHDR()
+	agg := NewCounts()
 	h.DrainInto(agg)
-	s := Summarize(agg)
+	s := Summarize(agg.Histogram())
 	if s.Count != 1000 {
 		t.Fatalf("count %d", s.Count)
 	}
@@ -28,10 +28,10 @@ func TestRecordAndSummarize(t *testing.T) {
 	check("max", s.Max, 1.0)
 	check("mean", s.Mean, 0.5005)
 	// The drain reset the source.
-	again := NewHDR()
+	again := NewCounts()
 	h.DrainInto(again)
-	if again.TotalCount() != 0 {
-		t.Errorf("drain did not reset: %d left", again.TotalCount())
+	if again.Total() != 0 {
+		t.Errorf("drain did not reset: %d left", again.Total())
 	}
 }
 
@@ -39,12 +39,12 @@ func TestSubMillisecondKept(t *testing.T) {
 	h := NewHistogram()
 	h.RecordNanos(250_000) // 0.25 ms
 	h.RecordNanos(400)     // below 1 µs: recorded as 0, not dropped
-	agg := NewHDR()
+	agg := NewCounts()
 	h.DrainInto(agg)
-	if agg.TotalCount() != 2 {
-		t.Fatalf("count %d, want 2", agg.TotalCount())
+	if agg.Total() != 2 {
+		t.Fatalf("count %d, want 2", agg.Total())
 	}
-	if s := Summarize(agg); s.Max != 0.25 {
+	if s := Summarize(agg.Histogram()); s.Max != 0.25 {
 		t.Errorf("max %v ms, want 0.25", s.Max)
 	}
 }
@@ -53,10 +53,10 @@ func TestClamp(t *testing.T) {
 	h := NewHistogram()
 	h.RecordNanos(-5)
 	h.RecordNanos((HighestMicros + 10) * 1000)
-	agg := NewHDR()
+	agg := NewCounts()
 	h.DrainInto(agg)
-	if agg.TotalCount() != 2 || h.Clamped() != 1 || agg.Min() != 0 {
-		t.Errorf("count %d clamped %d min %d", agg.TotalCount(), h.Clamped(), agg.Min())
+	if ah := agg.Histogram(); ah.TotalCount() != 2 || h.Clamped() != 1 || ah.Min() != 0 {
+		t.Errorf("count %d clamped %d min %d", agg.Total(), h.Clamped(), agg.Histogram().Min())
 	}
 }
 
@@ -83,9 +83,9 @@ func TestMergeIsExact(t *testing.T) {
 	wg.Wait()
 	merged := NewHDR()
 	for _, p := range parts {
-		enc := NewHDR()
+		enc := NewCounts()
 		p.DrainInto(enc)
-		s, err := Encode(enc)
+		s, err := Encode(enc.Histogram())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,10 +95,10 @@ func TestMergeIsExact(t *testing.T) {
 		}
 		merged.Merge(dec)
 	}
-	want := NewHDR()
+	want := NewCounts()
 	all.DrainInto(want)
-	if !merged.Equals(want) {
-		t.Fatalf("merged %v != direct %v", Summarize(merged), Summarize(want))
+	if !merged.Equals(want.Histogram()) {
+		t.Fatalf("merged %v != direct %v", Summarize(merged), Summarize(want.Histogram()))
 	}
 }
 
@@ -128,7 +128,7 @@ func TestDrainWhileRecording(t *testing.T) {
 			h.RecordNanos(int64(i%5000) * 1000)
 		}
 	}()
-	total := NewHDR()
+	total := NewCounts()
 	for drained := false; !drained; {
 		select {
 		case <-done:
@@ -138,10 +138,55 @@ func TestDrainWhileRecording(t *testing.T) {
 		h.DrainInto(total)
 	}
 	h.DrainInto(total)
-	if total.TotalCount() != n {
-		t.Fatalf("drained %d values, recorded %d", total.TotalCount(), n)
+	th := total.Histogram()
+	if th.TotalCount() != n {
+		t.Fatalf("drained %d values, recorded %d", th.TotalCount(), n)
 	}
-	if total.Max() < 4990 || total.Min() != 0 {
-		t.Fatalf("drained range %d..%d µs, recorded 0..4999", total.Min(), total.Max())
+	if th.Max() < 4990 || th.Min() != 0 {
+		t.Fatalf("drained range %d..%d µs, recorded 0..4999", th.Min(), th.Max())
+	}
+}
+
+// BenchmarkDrainInto measures the collector's cost per recording client and
+// interval: one drain of a histogram holding an interval's latencies (1,000
+// values from 1 ms to 5 s, as under overload) into the interval histogram.
+func BenchmarkDrainInto(b *testing.B) {
+	h := NewHistogram()
+	dst := NewCounts()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		dst.Reset()
+		for i := range int64(1000) {
+			h.RecordNanos((1 + i*5) * 1_000_000)
+		}
+		b.StartTimer()
+		h.DrainInto(dst)
+	}
+}
+
+// TestCutSplitsStretches: a value recorded after Cut belongs to the next
+// stretch even if it is recorded before the fold, and a second Cut before
+// a fold loses nothing.
+func TestCutSplitsStretches(t *testing.T) {
+	h := NewHistogram()
+	h.RecordNanos(1_000_000)
+	h.Cut()
+	h.RecordNanos(2_000_000)
+	h.Cut() // no fold since the last cut: must keep both stretches apart
+	h.RecordNanos(3_000_000)
+	first := NewCounts()
+	h.FoldInto(first)
+	if fh := first.Histogram(); fh.TotalCount() != 1 || !fh.ValuesAreEquivalent(fh.Max(), 1000) {
+		t.Fatalf("first stretch: count %d max %d µs, want 1 value of 1000 µs", fh.TotalCount(), fh.Max())
+	}
+	rest := NewCounts()
+	h.FoldInto(rest) // no cut since the fold: nothing
+	if rest.Total() != 0 {
+		t.Fatalf("fold without a cut added %d values", rest.Total())
+	}
+	h.DrainInto(rest)
+	if rh := rest.Histogram(); rh.TotalCount() != 2 || !rh.ValuesAreEquivalent(rh.Min(), 2000) || !rh.ValuesAreEquivalent(rh.Max(), 3000) {
+		t.Fatalf("second stretch: count %d min %d max %d, want 2000 and 3000 µs", rh.TotalCount(), rh.Min(), rh.Max())
 	}
 }

@@ -161,10 +161,15 @@ type Aggregate struct {
 	// System is the mean of the measurement intervals' resource use
 	// (memory: the largest), when sampled.
 	System *System `json:"system,omitempty"`
-	// InFlightFull is the share of the producers' time spent waiting for a
-	// free in-flight slot (0..1): near 1, acknowledgements paced the
-	// producers (broker-bound); near 0, the producers were never held back.
-	InFlightFull float64 `json:"inFlightFullShare"`
+	// BrokerWaitShare is the share of the producers' time spent waiting on
+	// the broker (0..1): for a free in-flight slot, or for the client to
+	// take a message into its full buffer. Near 1, acknowledgements paced
+	// the producers (broker-bound); near 0, they were never held back.
+	BrokerWaitShare float64 `json:"brokerWaitShare"`
+	// SampleDelayMaxMs is the largest delay of a scheduled sample in the
+	// measurement phase: a process that cannot sample on time could not
+	// send on time either.
+	SampleDelayMaxMs float64 `json:"sampleDelayMaxMs"`
 }
 
 // Counts is the run's message accounting.
@@ -289,11 +294,38 @@ type MaxRateSearch struct {
 	Rate float64 `json:"rate"`
 	// Steps are the runs in the order made.
 	Steps []RateStep `json:"steps"`
+	// Repeatability says how often the found rate, and the failed rate
+	// above it, held when run again; nil when no rate held.
+	Repeatability *Repeatability `json:"repeatability,omitempty"`
 }
+
+// Repeatability counts how often a search's answer held when run again.
+// The counts include the search's own step.
+type Repeatability struct {
+	Rate float64 `json:"rate"`
+	Held int     `json:"held"`
+	Runs int     `json:"runs"`
+	// Above is the lowest failed rate of the search (0 if none failed).
+	Above     float64 `json:"above,omitempty"`
+	AboveHeld int     `json:"aboveHeld"`
+	AboveRuns int     `json:"aboveRuns"`
+}
+
+// StepKind says what a search step was for.
+type StepKind string
+
+// Step kinds.
+const (
+	StepWarmup StepKind = "warm-up" // unthrottled, not judged, warms the broker
+	StepProbe  StepKind = "probe"   // unthrottled, finds the ceiling
+	StepSearch StepKind = "search"  // a fixed rate of the ramp or bisection
+	StepRepeat StepKind = "repeat"  // the found rate or the one above, again
+)
 
 // RateStep is one run of a max-rate search.
 type RateStep struct {
-	RunID string `json:"runId"`
+	RunID string   `json:"runId"`
+	Kind  StepKind `json:"kind"`
 	// TargetRate is 0 for the unthrottled probe.
 	TargetRate   float64 `json:"targetRate"`
 	AchievedRate float64 `json:"achievedRate"`
@@ -321,6 +353,11 @@ type Target struct {
 	// Limit says what bounded the throughput (the broker or the load
 	// generator), when ThroughputBound.
 	Limit string `json:"limit,omitempty"`
+	// LoadGeneratorBound is true when the target was missed because the
+	// load generator could not send on schedule (its CPU saturated, its
+	// samples late, or its producers held back by nothing but themselves):
+	// the figures then describe this machine, not the broker.
+	LoadGeneratorBound bool `json:"loadGeneratorBound,omitempty"`
 }
 
 // Histograms holds encoded latency histograms.

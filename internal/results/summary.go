@@ -9,10 +9,16 @@ import (
 	"github.com/brokerbench/brokerbench/internal/metrics"
 )
 
-// ProgressLine formats one interval for the live progress display.
+// ProgressLine formats one interval for the live progress display. In the
+// drain the producers have stopped, so its publish column counts the
+// acknowledgements of earlier sends, and says so ("ack").
 func ProgressLine(iv Interval) string {
-	return fmt.Sprintf("%6.1fs %-7s pub %9.0f msg/s %7.2f MB/s | cons %9.0f msg/s | backlog %8d | err %d | pub p50 %7.2f p99 %8.2f ms | e2e p50 %7.2f p99 %8.2f ms",
-		iv.EndSeconds, iv.Phase, iv.PublishRate, iv.PublishMBps, iv.ConsumeRate, iv.Backlog, iv.Failed,
+	pub := "pub"
+	if iv.Phase == Drain {
+		pub = "ack"
+	}
+	return fmt.Sprintf("%6.1fs %-7s %s %9.0f msg/s %7.2f MB/s | cons %9.0f msg/s | backlog %8d | err %d | pub p50 %7.2f p99 %8.2f ms | e2e p50 %7.2f p99 %8.2f ms",
+		iv.EndSeconds, iv.Phase, pub, iv.PublishRate, iv.PublishMBps, iv.ConsumeRate, iv.Backlog, iv.Failed,
 		iv.PublishLatency.P50, iv.PublishLatency.P99, iv.EndToEndLatency.P50, iv.EndToEndLatency.P99)
 }
 
@@ -82,8 +88,11 @@ func PrintSummary(out io.Writer, r *Run) {
 				t.AchievedRate, t.AchievedRate*float64(w.MessageSize)/1e6, t.Limit, m.ServiceTime.P50, m.ServiceTime.P99)
 		}
 	}
-	if v := Judge(r); v.Kind == Failed {
+	switch v := Judge(r); v.Kind {
+	case Failed:
 		fmt.Fprintf(out, "   RUN FAILED: %s\n", v.Reason)
+	case LoadGeneratorBound:
+		fmt.Fprintf(out, "   LOAD-GENERATOR-BOUND: %s\n", v.Reason)
 	}
 	if mr := r.MaxRate; mr != nil {
 		fmt.Fprintf(out, "   max-rate search (%s), ceiling %.0f msg/s:\n", strings.Join(mr.SLO, ", "), mr.Ceiling)
@@ -92,8 +101,11 @@ func PrintSummary(out io.Writer, r *Run) {
 		}
 		if mr.Rate > 0 {
 			fmt.Fprintf(out, "   MAX SUSTAINABLE RATE: %.0f msg/s (%.2f MB/s); the figures above are that step's\n", mr.Rate, mr.Rate*float64(w.MessageSize)/1e6)
-			if mr.Rate >= mr.Ceiling {
-				fmt.Fprintf(out, "   (that is the unthrottled ceiling: the broker sustained all the producers could send; add producers to find the broker's own limit)\n")
+			if rp := mr.Repeatability; rp != nil {
+				fmt.Fprintf(out, "   %s\n", rp.Describe())
+			}
+			if mr.Rate > mr.Ceiling {
+				fmt.Fprintf(out, "   (above the unthrottled probe's %.0f msg/s: the probe met a slow moment, and did not cap the search)\n", mr.Ceiling)
 			}
 		} else {
 			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
@@ -109,11 +121,33 @@ func RateStepLine(s RateStep) string {
 	target := fmt.Sprintf("%9.0f", s.TargetRate)
 	verdict := "held"
 	switch {
+	case s.Kind == StepWarmup:
+		target, verdict = "(warm-up)", "not judged"
 	case s.TargetRate == 0:
 		target, verdict = "  (probe)", "ceiling"
 	case !s.Held:
 		verdict = "NOT HELD: " + s.Reason
 	}
+	if s.Kind == StepRepeat {
+		verdict = "repeat: " + verdict
+	}
 	return fmt.Sprintf("  target %s msg/s | achieved %9.0f | pub p50 %7.2f p99 %8.2f p99.9 %8.2f ms | e2e p99 %8.2f ms | backlog %d | %s",
 		target, s.AchievedRate, s.PublishLatency.P50, s.PublishLatency.P99, s.PublishLatency.P999, s.EndToEndLatency.P99, s.Backlog, verdict)
+}
+
+// Describe states, in words, how repeatable a search's answer was.
+func (rp *Repeatability) Describe() string {
+	d := fmt.Sprintf("repeatability: %.0f msg/s held in %d of %d runs", rp.Rate, rp.Held, rp.Runs)
+	if rp.Above > 0 {
+		d += fmt.Sprintf(", %.0f msg/s above it failed in %d of %d", rp.Above, rp.AboveRuns-rp.AboveHeld, rp.AboveRuns)
+	} else {
+		d += "; no rate above it failed within the steps allowed (raise --max-steps)"
+	}
+	switch {
+	case rp.Held < rp.Runs:
+		d += ": NOT REPEATABLE, the found rate failed when run again; treat it as an upper bound"
+	case rp.AboveHeld > 0:
+		d += ": the rate above also held at times; the limit lies near or above the found rate"
+	}
+	return d
 }

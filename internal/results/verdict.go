@@ -28,6 +28,10 @@ const (
 	// AccountingMismatch: acknowledged messages were lost, or the broker
 	// stores a different number than were acknowledged.
 	AccountingMismatch
+	// LoadGeneratorBound: the target was missed because the load generator
+	// could not keep its schedule; the run says nothing about the broker's
+	// limit.
+	LoadGeneratorBound
 )
 
 // Verdict is what a run's results say about the run as a whole.
@@ -40,7 +44,8 @@ type Verdict struct {
 // Judge returns the verdict of r. Checks run in order of precedence: an
 // interrupted run is partial whatever else holds; a run that acknowledged
 // nothing, or failed more than MaxFailedShare of its sends, failed; then
-// lost messages, a broker count that differs, a missed target.
+// lost messages, a broker count that differs, a target missed because of
+// the load generator, a target missed.
 func Judge(r *Run) Verdict {
 	c := r.Counts
 	switch {
@@ -57,6 +62,9 @@ func Judge(r *Run) Verdict {
 		return Verdict{AccountingMismatch, fmt.Sprintf("the broker stores %d messages but %d were acknowledged", *c.StoredByBroker, c.Acked)}
 	case r.MaxRate != nil && r.MaxRate.Rate == 0:
 		return Verdict{TargetNotHeld, "no rate of the search was sustained; see the steps in the results"}
+	case r.Target != nil && !r.Target.Held && r.Target.LoadGeneratorBound:
+		return Verdict{LoadGeneratorBound, "the load generator was the bottleneck, not the broker: " + r.Target.Limit +
+			"; the figures describe this machine's limit (use fewer clients, more producers, or a second machine)"}
 	case r.Target != nil && !r.Target.Held:
 		return Verdict{TargetNotHeld, "target rate not held: " + r.Target.Reason}
 	}

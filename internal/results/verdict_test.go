@@ -30,6 +30,9 @@ func TestJudge(t *testing.T) {
 		{"lost", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 2}}, AccountingMismatch, "2 acknowledged"},
 		{"stored differs", Run{Counts: Counts{Sent: 10, Acked: 10, StoredByBroker: stored(9)}}, AccountingMismatch, "stores 9"},
 		{"target missed", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, Reason: "late"}}, TargetNotHeld, "late"},
+		{"load generator", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, LoadGeneratorBound: true, Limit: "the load generator's CPU: saturated"}}, LoadGeneratorBound, "saturated"},
+		// Lost messages outrank the load generator's limit.
+		{"lost beats load generator", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 1}, Target: &Target{Held: false, LoadGeneratorBound: true}}, AccountingMismatch, "1 acknowledged"},
 		{"search found nothing", Run{Counts: Counts{Sent: 10, Acked: 10}, MaxRate: &MaxRateSearch{}}, TargetNotHeld, "no rate"},
 		// A failed run is reported as failed even if its target was missed.
 		{"failed beats target", Run{Counts: Counts{Sent: 10, Failed: 10}, Target: &Target{Held: false}}, Failed, "no message"},

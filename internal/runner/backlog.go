@@ -32,7 +32,7 @@ func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan s
 	r.logf("backlog test: building %d messages per subscription with consumers paused", target)
 
 	start := clock.Now()
-	stop := r.sampleUntil(ctx, c, results.BacklogBuild, finished, func() bool { return backlog() >= target })
+	stop := r.backlogPhase(ctx, c, results.BacklogBuild, finished, func() bool { return backlog() >= target })
 	bt.BuildSeconds = float64(clock.Now()-start) / 1e9
 	bt.PeakMessages = backlog()
 	bt.Built = stop == conditionMet
@@ -50,7 +50,7 @@ func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan s
 	// plus what was published in the last half second.
 	recent := newRecentAcked(r, 500*time.Millisecond)
 	drainStart := clock.Now()
-	stop = r.sampleUntil(ctx, c, results.BacklogDrain, nil, func() bool {
+	stop = r.backlogPhase(ctx, c, results.BacklogDrain, nil, func() bool {
 		return backlog() <= bt.DrainedAtMessages+recent.within()
 	})
 	c.measureTo = c.lastAt
@@ -63,51 +63,15 @@ func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan s
 	return stop == interruptedStop
 }
 
-type stopReason int
-
-const (
-	conditionMet stopReason = iota
-	producersFinished
-	timedOut
-	interruptedStop
-)
-
-// sampleUntil samples intervals in phase until done reports true (checked
-// every 10 ms), the producers finish (if finished is not nil), the backlog
-// timeout passes or ctx ends. It samples once more when it stops, so the
-// phase ends on an interval boundary.
-func (r *run) sampleUntil(ctx context.Context, c *collector, phase results.Phase, finished <-chan struct{}, done func() bool) stopReason {
-	deadline := time.Now().Add(r.cfg.BacklogTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	next := c.lastAt + int64(r.cfg.Interval)
-	for {
-		reason := stopReason(-1)
-		select {
-		case <-ctx.Done():
-			reason = interruptedStop
-		case <-finished:
-			reason = producersFinished
-		case <-tick.C:
-			switch {
-			case done():
-				reason = conditionMet
-			case time.Now().After(deadline):
-				reason = timedOut
-			}
-		}
-		if reason >= 0 {
-			c.sample(phase)
-			if reason == timedOut {
-				r.res.Warnings = append(r.res.Warnings, "backlog test: "+string(phase)+" phase did not finish within "+r.cfg.BacklogTimeout.String())
-			}
-			return reason
-		}
-		if clock.Now() >= next {
-			c.sample(phase)
-			next = c.lastAt + int64(r.cfg.Interval)
-		}
+// backlogPhase samples phase until done reports true, finished is closed,
+// BacklogTimeout passes (with a warning) or ctx ends.
+func (r *run) backlogPhase(ctx context.Context, c *collector, phase results.Phase, finished <-chan struct{}, done func() bool) stopReason {
+	stop := c.sampleUntil(ctx, phase, finished, done, time.Now().Add(r.cfg.BacklogTimeout))
+	c.sample(phase)
+	if stop == timedOut {
+		r.res.Warnings = append(r.res.Warnings, "backlog test: "+string(phase)+" phase did not finish within "+r.cfg.BacklogTimeout.String())
 	}
+	return stop
 }
 
 // recentAcked tracks how many messages were acknowledged in a recent window,

@@ -17,11 +17,15 @@ import (
 // producerStats are one producer's counters and histograms. Counters are
 // read by the collector while the producer runs.
 type producerStats struct {
-	// sent is written by the producer goroutine, acked and failed by the
-	// client's callbacks on another core: the padding keeps them on
-	// separate cache lines.
-	sent          atomic.Int64
-	_             [56]byte
+	// sent and sendBlocked are written by the producer goroutine, acked
+	// and failed by the client's callbacks on another core: the padding
+	// keeps them on separate cache lines.
+	sent atomic.Int64
+	// sendBlocked estimates the time the producer spent in the driver's
+	// Send waiting for the client to take a message (its buffer full), in
+	// nanoseconds.
+	sendBlocked   atomic.Int64
+	_             [48]byte
 	acked, failed atomic.Int64
 	_             [48]byte
 
@@ -157,10 +161,30 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		m.Time = now
 		payload.Put(m.Value, payload.Header{ProducerID: w.id, Seq: seq, SendTime: intended})
 		m.Key = w.keys.Next()
+		timed := false
 		if w.unpublished++; w.unpublished == publishEvery {
 			w.publishSent()
+			timed = true
 		}
 		w.prod.Send(sendCtx, m)
+		if timed {
+			w.noteSendTime(now)
+		}
+	}
+}
+
+// blockedSend is how long a Send must take to count as waiting for the
+// client rather than as the client's work on the message.
+const blockedSend = 50 * time.Microsecond
+
+// noteSendTime records a timed Send that began at from. One send in
+// publishEvery is timed, which costs one clock reading per publishEvery
+// messages. A client whose buffer is full blocks every send until an
+// acknowledgement frees room, so the timed send stands for its
+// publishEvery neighbours.
+func (w *producerWorker) noteSendTime(from int64) {
+	if d := clock.Now() - from; d > int64(blockedSend) {
+		w.stats.sendBlocked.Add(d * publishEvery)
 	}
 }
 

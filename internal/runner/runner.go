@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -331,9 +329,9 @@ func (r *run) teardown(created []string) []string {
 // totals is a snapshot of all counters.
 type totals struct {
 	sent, acked, failed, consumed, foreign int64
-	// windowFull is the producers' summed time waiting for a free
-	// in-flight slot, in nanoseconds.
-	windowFull int64
+	// waitedForBroker is the producers' summed time waiting for a free
+	// in-flight slot or for the client to take a message, in nanoseconds.
+	waitedForBroker int64
 }
 
 func (r *run) totals() totals {
@@ -342,91 +340,13 @@ func (r *run) totals() totals {
 		t.sent += p.stats.sent.Load()
 		t.acked += p.stats.acked.Load()
 		t.failed += p.stats.failed.Load()
-		t.windowFull += p.free.blocked.Load()
+		t.waitedForBroker += p.free.blocked.Load() + p.stats.sendBlocked.Load()
 	}
 	for _, c := range r.consumers {
 		t.consumed += c.consumed.Load()
 		t.foreign += c.foreign.Load()
 	}
 	return t
-}
-
-// latencies holds one stretch's histograms: publish latency (from the
-// intended send time), service time (from the actual send time), send lag
-// and end-to-end latency.
-type latencies struct {
-	pub, svc, lag, e2e *hdrhistogram.Histogram
-}
-
-func newLatencies() latencies {
-	return latencies{pub: metrics.NewHDR(), svc: metrics.NewHDR(), lag: metrics.NewHDR(), e2e: metrics.NewHDR()}
-}
-
-func (l latencies) merge(o latencies) {
-	l.pub.Merge(o.pub)
-	l.svc.Merge(o.svc)
-	l.lag.Merge(o.lag)
-	l.e2e.Merge(o.e2e)
-}
-
-func (l latencies) reset() {
-	l.pub.Reset()
-	l.svc.Reset()
-	l.lag.Reset()
-	l.e2e.Reset()
-}
-
-// collector turns counters and histograms into intervals and the
-// measurement aggregate.
-type collector struct {
-	r                      *run
-	origin                 int64 // clock ns when producing started
-	last                   totals
-	lastAt                 int64
-	cur                    latencies // current interval
-	agg                    latencies // measurement phase
-	warm                   latencies // warmup, in case the run ends in it
-	measureStart           totals
-	measureFrom, measureTo int64
-	measuring              bool // the measurement phase has begun
-}
-
-func (c *collector) sample(phase results.Phase) results.Interval {
-	now := clock.Now()
-	for _, p := range c.r.producers {
-		p.stats.publishLatency.DrainInto(c.cur.pub)
-		p.stats.serviceTime.DrainInto(c.cur.svc)
-		p.stats.sendLag.DrainInto(c.cur.lag)
-	}
-	for _, s := range c.r.consumers {
-		s.endToEnd.DrainInto(c.cur.e2e)
-	}
-	// Interval counts come from the histograms, which hold exactly one entry
-	// per send (send lag), acknowledgement (publish latency) and consumed
-	// message (end-to-end), so counts and latencies always cover the same
-	// messages. Counters give the failures and the running totals.
-	t := c.r.totals()
-	iv := results.Interval{
-		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
-		Backlog: max(0, t.sent*int64(c.r.w.SubscriptionsPerTopic)-t.consumed),
-		Traffic: traffic(c.cur, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
-	}
-	if c.r.cfg.SampleSystem != nil {
-		iv.System = c.r.cfg.SampleSystem()
-	}
-	switch phase {
-	case results.Measure, results.BacklogDrain:
-		c.agg.merge(c.cur)
-	case results.Warmup:
-		c.warm.merge(c.cur)
-	}
-	c.cur.reset()
-	c.last, c.lastAt = t, now
-	c.r.res.Intervals = append(c.r.res.Intervals, iv)
-	if c.r.cfg.Progress != nil {
-		c.r.cfg.Progress(iv)
-	}
-	return iv
 }
 
 // measure runs the producing phases and the drain, then fills in results.
@@ -469,18 +389,31 @@ func (r *run) measure(ctx context.Context) error {
 	} else {
 		interrupted, sentAll = r.timedPhases(ctx, c, finished)
 	}
+	c.measureTo = c.lastAt
+	measureEnd := c.last
 	stopProducers()
-	wg.Wait()
+	// A producer blocked in a send returns when the client takes the
+	// message, which can take as long as the broker's backlog: sample
+	// meanwhile.
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	phase := results.Drain
+	if sentAll {
+		phase = results.Measure
+	}
+	c.sampleUntil(r.cfg.Abandon, phase, stopped, nil, time.Time{})
+	<-stopped
 	r.sentAll = sentAll
 	if sentAll && len(r.producers) > 0 {
 		// A run that sent its message limit is measured until the last
 		// acknowledgement, so the last messages' latencies and the time
 		// they took are part of it.
-		r.flush(r.cfg.DrainTimeout)
+		flushCtx, cancel := context.WithTimeout(r.cfg.Abandon, r.cfg.DrainTimeout)
+		r.flushSampling(flushCtx, c, results.Measure)
+		cancel()
 		c.sample(results.Measure)
+		c.measureTo, measureEnd = c.lastAt, c.last
 	}
-	c.measureTo = c.lastAt
-	measureEnd := c.last
 
 	// Wait for outstanding acknowledgements, then for consumers to catch
 	// up: for DrainTimeout, or InterruptDrain after an interrupt, and not
@@ -494,8 +427,9 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	waitCtx, cancelWait := context.WithTimeout(r.cfg.Abandon, bound)
 	defer cancelWait()
-	r.flushWithin(waitCtx)
+	r.flushSampling(waitCtx, c, results.Drain)
 	drainErr := r.drain(waitCtx, c, bound)
+	c.samplePending(results.Drain)
 	r.drained = drainErr == nil && !interrupted
 	r.summarise(c, measureEnd)
 	switch {
@@ -508,11 +442,16 @@ func (r *run) measure(ctx context.Context) error {
 	return nil
 }
 
-// flush waits up to bound for every producer's acknowledgements.
-func (r *run) flush(bound time.Duration) {
-	ctx, cancel := context.WithTimeout(r.cfg.Abandon, bound)
-	defer cancel()
-	r.flushWithin(ctx)
+// flushSampling waits until ctx ends for every producer's
+// acknowledgements, sampling intervals of phase meanwhile.
+func (r *run) flushSampling(ctx context.Context, c *collector, phase results.Phase) {
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		r.flushWithin(ctx)
+	}()
+	c.sampleUntil(ctx, phase, flushed, nil, time.Time{})
+	<-flushed
 }
 
 // flushWithin waits until ctx ends for every producer's acknowledgements.
@@ -556,32 +495,27 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 		if c.lastAt < warmupEnd {
 			phase = results.Warmup
 		}
-		c.sample(phase)
+		c.sampleDue(phase, boundary)
 		if phase == results.Warmup && c.lastAt >= warmupEnd {
 			c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
+			// The measurement lasts its duration from the sample that
+			// began it, even if that sample came late, and its intervals
+			// count from there.
+			end, next = c.lastAt+int64(w.Duration), c.lastAt
 		}
 		if producersDone && !c.measuring {
 			c.measureWarmup()
+		}
+		// After a sample more than half an interval late the schedule
+		// starts again from it, rather than catching up with a burst of
+		// short intervals.
+		if c.lastAt-next > int64(r.cfg.Interval)/2 {
+			next = c.lastAt
 		}
 		if interrupted || producersDone || c.lastAt >= end {
 			return interrupted, producersDone
 		}
 	}
-}
-
-// measureWarmup makes the warmup the measured phase, for a run whose
-// producers reached their message limit before the warmup ended: a short
-// run still measures, and says how.
-func (c *collector) measureWarmup() {
-	c.agg, c.warm = c.warm, c.agg
-	c.measureStart, c.measureFrom, c.measuring = totals{}, c.origin, true
-	for i := range c.r.res.Intervals {
-		if c.r.res.Intervals[i].Phase == results.Warmup {
-			c.r.res.Intervals[i].Phase = results.Measure
-		}
-	}
-	c.r.res.Warnings = append(c.r.res.Warnings, fmt.Sprintf(
-		"the producers sent their %d messages within the %s warmup: the whole run is measured, warmup included", c.r.w.MessageLimit, c.r.w.Warmup))
 }
 
 // drain waits until every subscription consumed every acknowledged message,
@@ -606,24 +540,17 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 		}
 		return r.totals().acked * int64(r.w.SubscriptionsPerTopic)
 	}
-	lastSample := time.Now()
-	for r.totals().consumed < want() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			c.sample(results.Drain)
-			return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages consumed", bound, r.totals().consumed, want())
-		}
-		if ctx.Err() != nil {
-			c.sample(results.Drain)
-			return fmt.Errorf("drain abandoned: %d of %d messages consumed", r.totals().consumed, want())
-		}
-		time.Sleep(10 * time.Millisecond)
-		if time.Since(lastSample) >= r.cfg.Interval {
-			c.sample(results.Drain)
-			lastSample = time.Now()
-		}
+	caughtUp := func() bool { return r.totals().consumed >= want() }
+	if caughtUp() {
+		return nil
 	}
-	c.sample(results.Drain)
-	return nil
+	if c.sampleUntil(ctx, results.Drain, nil, caughtUp, time.Time{}) == conditionMet {
+		return nil
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages consumed", bound, r.totals().consumed, want())
+	}
+	return fmt.Errorf("drain abandoned: %d of %d messages consumed", r.totals().consumed, want())
 }
 
 func (r *run) summarise(c *collector, measureEnd totals) {
@@ -637,8 +564,9 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	}
 	m := &r.res.Measured
 	m.System = meanSystem(r.res.Intervals)
+	m.SampleDelayMaxMs = float64(c.lateMax) / 1e6
 	if secs > 0 && len(r.producers) > 0 {
-		m.InFlightFull = float64(measureEnd.windowFull-c.measureStart.windowFull) / (secs * 1e9 * float64(len(r.producers)))
+		m.BrokerWaitShare = min(1, float64(measureEnd.waitedForBroker-c.measureStart.waitedForBroker)/(secs*1e9*float64(len(r.producers))))
 	}
 	if r.cfg.NoLatencyRecording && secs > 0 {
 		m.Sent, m.Acked = measureEnd.sent-c.measureStart.sent, measureEnd.acked-c.measureStart.acked
@@ -646,11 +574,11 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		m.PublishRate, m.ConsumeRate = float64(m.Acked)/secs, float64(m.Consumed)/secs
 		m.PublishMBps, m.ConsumeMBps = m.PublishRate*float64(r.w.MessageSize)/1e6, m.ConsumeRate*float64(r.w.MessageSize)/1e6
 	}
-	for dst, h := range map[*string]*hdrhistogram.Histogram{
+	for dst, h := range map[*string]*metrics.Counts{
 		&r.res.Histograms.PublishLatency: c.agg.pub, &r.res.Histograms.ServiceTime: c.agg.svc,
 		&r.res.Histograms.SendLag: c.agg.lag, &r.res.Histograms.EndToEndLatency: c.agg.e2e,
 	} {
-		enc, err := metrics.Encode(h)
+		enc, err := metrics.Encode(h.Histogram())
 		if err != nil {
 			r.res.Warnings = append(r.res.Warnings, err.Error())
 		}
@@ -690,18 +618,18 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	}
 
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
-		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.sentAll)
+		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
 	}
 }
 
 // judgeTarget states whether the measured aggregate m held a target rate
-// with send lag p99 within maxLag, and when the rate fell short, what
-// limited it: the broker (the in-flight window was full, the producers
-// waited for acknowledgements) or the load generator itself (sends were
-// late although the window had room). A run that sent its whole message
-// limit (sentAll) is measured to its last acknowledgement, so its rate
-// includes that tail: its schedule is judged by the send lag alone.
-func judgeTarget(m *results.Aggregate, rate float64, maxLag time.Duration, sentAll bool) *results.Target {
+// with send lag p99 within maxLag, and when it did not, what limited it:
+// the broker (the producers waited on it), or the load generator itself
+// (it could not get the CPU it needed, or its producers were held back by
+// nothing but their own speed). A run that sent its whole message limit
+// (sentAll) is measured to its last acknowledgement, so its rate includes
+// that tail: its schedule is judged by the send lag alone.
+func judgeTarget(m *results.Aggregate, rate float64, maxLag, interval time.Duration, sentAll bool) *results.Target {
 	tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
 	if math.IsNaN(m.PublishRate) || m.DurationSeconds == 0 {
 		tg.Held, tg.Reason = false, "no measurement interval completed"
@@ -714,28 +642,51 @@ func judgeTarget(m *results.Aggregate, rate float64, maxLag time.Duration, sentA
 	if m.PublishRate < 0.99*rate && !sentAll {
 		reasons = append(reasons, fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate))
 		tg.ThroughputBound = true
-		if m.InFlightFull >= 0.5 {
-			tg.Limit = fmt.Sprintf("the broker: producers waited for acknowledgements %.0f%% of the time with their in-flight window full", 100*m.InFlightFull)
-		} else {
-			tg.Limit = fmt.Sprintf("the load generator: its in-flight window was full only %.0f%% of the time, so the producers themselves could not send faster (CPU-bound)", 100*m.InFlightFull)
-		}
 	}
 	if lagLimit > 0 && m.SendLag.P99 > lagLimit {
 		reasons = append(reasons, fmt.Sprintf("send lag p99 %.3f ms exceeds %.3f ms: messages left later than scheduled", m.SendLag.P99, lagLimit))
 	}
-	if len(reasons) > 0 {
-		tg.Held, tg.Reason = false, strings.Join(reasons, "; ")
+	if len(reasons) == 0 {
+		return tg
+	}
+	tg.Held, tg.Reason = false, strings.Join(reasons, "; ")
+	starved := cpuStarved(m, interval)
+	switch {
+	case m.BrokerWaitShare >= 0.5 && starved != "":
+		tg.Limit = fmt.Sprintf("the broker, which shared a saturated machine with the load generator: producers waited on it %.0f%% of the time, and %s", 100*m.BrokerWaitShare, starved)
+	case m.BrokerWaitShare >= 0.5:
+		tg.Limit = fmt.Sprintf("the broker: producers waited on it %.0f%% of the time (in-flight window or client buffer full)", 100*m.BrokerWaitShare)
+	case starved != "":
+		tg.Limit, tg.LoadGeneratorBound = "the load generator's CPU: "+starved, true
+	default:
+		tg.Limit, tg.LoadGeneratorBound = fmt.Sprintf("the load generator: its producers waited on the broker only %.0f%% of the time, so they could not send faster themselves (each producer sends from one goroutine: add producers)", 100*m.BrokerWaitShare), true
 	}
 	return tg
 }
 
-// traffic summarises the histograms of one stretch of secs seconds: counts
-// are the histograms' counts, rates and MB/s derive from them.
+// cpuStarved says, in words, how the measurement shows that the load
+// generator lacked CPU: samples taken late, or the machine's CPU saturated;
+// "" when it shows neither.
+func cpuStarved(m *results.Aggregate, interval time.Duration) string {
+	var signs []string
+	if limit := max(100, float64(interval/time.Millisecond)/10); m.SampleDelayMaxMs > limit {
+		signs = append(signs, fmt.Sprintf("brokerbench's sampler ran up to %.0f ms late", m.SampleDelayMaxMs))
+	}
+	if s := m.System; s != nil && s.CPUIdle < 5 {
+		use := fmt.Sprintf("brokerbench used %.0f%% of a core", s.ClientCPU)
+		if s.BrokerSampled {
+			use += fmt.Sprintf(", the broker %.0f%%", s.BrokerCPU)
+		}
+		signs = append(signs, fmt.Sprintf("the machine's CPU was saturated (%.1f%% idle; %s)", s.CPUIdle, use))
+	}
+	return strings.Join(signs, "; ")
+}
+
 func traffic(l latencies, failed int64, secs float64, messageSize int) results.Traffic {
 	t := results.Traffic{
-		Sent: l.lag.TotalCount(), Acked: l.pub.TotalCount(), Failed: failed, Consumed: l.e2e.TotalCount(),
-		PublishLatency: metrics.Summarize(l.pub), ServiceTime: metrics.Summarize(l.svc),
-		SendLag: metrics.Summarize(l.lag), EndToEndLatency: metrics.Summarize(l.e2e),
+		Sent: l.lag.Total(), Acked: l.pub.Total(), Failed: failed, Consumed: l.e2e.Total(),
+		PublishLatency: metrics.Summarize(l.pub.Histogram()), ServiceTime: metrics.Summarize(l.svc.Histogram()),
+		SendLag: metrics.Summarize(l.lag.Histogram()), EndToEndLatency: metrics.Summarize(l.e2e.Histogram()),
 	}
 	if secs > 0 {
 		t.PublishRate, t.ConsumeRate = float64(t.Acked)/secs, float64(t.Consumed)/secs

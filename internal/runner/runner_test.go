@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +211,47 @@ func TestExistingTopicConsumeOnly(t *testing.T) {
 	}
 	if stored, err := d.(driver.StoredCounter).StoredMessages(context.Background(), topic); err != nil || stored != n {
 		t.Errorf("the existing topic holds %d messages (%v), want %d: it must not be deleted", stored, err, n)
+	}
+}
+
+// TestManyClientsMeasureOnTheWallClock: with hundreds of clients the
+// measurement still lasts its duration on the wall clock, intervals keep
+// coming while acknowledgements and consumers are waited for, and a missed
+// target names its limit.
+func TestManyClientsMeasureOnTheWallClock(t *testing.T) {
+	w := baseWorkload()
+	w.Topics, w.PartitionsPerTopic, w.MessageSize = 50, 1, 1024
+	w.ProducersPerTopic, w.SubscriptionsPerTopic, w.ConsumersPerSubscription = 1, 3, 1
+	w.ProducerRate, w.Warmup, w.Duration = 20000, time.Second, 3*time.Second
+	d := newKafka(t, workload.Property{Key: "linger.ms", Value: "1"})
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d, MaxSendLag: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Intervals) == 0 {
+		t.Fatal("no intervals")
+	}
+	m := res.Measured
+	// The measurement lasts its duration; it overruns only by as much as
+	// the last sample came late, which the results report.
+	if over := m.DurationSeconds - 3; over < 0 || over > m.SampleDelayMaxMs/1000+0.1 {
+		t.Errorf("measured %.3f s, want the 3 s duration, plus at most the largest sample delay (%.0f ms)", m.DurationSeconds, m.SampleDelayMaxMs)
+	}
+	prev := results.Interval{}
+	for i, iv := range res.Intervals {
+		if i > 0 && iv.StartSeconds != prev.EndSeconds {
+			t.Errorf("interval %d starts at %.3f s, the previous ended at %.3f s", i, iv.StartSeconds, prev.EndSeconds)
+		}
+		if long := iv.EndSeconds - iv.StartSeconds; long > 3 && !raceDetector {
+			t.Errorf("interval %d (%s) lasted %.1f s: the sampler stalled", i, iv.Phase, long)
+		}
+		prev = iv
+	}
+	c := res.Counts
+	if c.Lost != 0 || c.Duplicated != 0 || c.Failed != 0 || c.Consumed != 3*c.Acked {
+		t.Errorf("accounting with 200 clients: %+v", c)
+	}
+	if tg := res.Target; tg == nil || (!tg.Held && tg.Limit == "" && !strings.Contains(tg.Reason, "send lag")) {
+		t.Errorf("target %+v: a missed rate must name its limit", tg)
 	}
 }
