@@ -50,6 +50,8 @@ fuzz:
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseStudy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/report -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzReadJournal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/metrics -run '^$$' -fuzz '^FuzzCountsIndex$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

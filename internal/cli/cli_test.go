@@ -17,7 +17,17 @@ import (
 
 var lazyBroker = testbroker.NewLazy(39292)
 
-func TestMain(m *testing.M) { lazyBroker.Main(m) }
+// subprocessArgs, when set in the environment (arguments separated by
+// newlines), makes the test binary run brokerbench with them instead of the
+// tests: for tests that must kill a run outright.
+const subprocessArgs = "BROKERBENCH_TEST_SUBPROCESS_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(subprocessArgs); args != "" {
+		os.Exit(Execute(context.Background(), strings.Split(args, "\n"), IO{Out: os.Stdout, Err: os.Stderr}))
+	}
+	lazyBroker.Main(m)
+}
 
 func execute(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
@@ -85,14 +95,21 @@ func TestFindMaxRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mr := res.MaxRate
-	if mr == nil || len(mr.Steps) != 4 || mr.Steps[0].TargetRate != 0 || mr.Ceiling <= 0 {
-		t.Fatalf("search %+v: want the probe and 3 steps", mr)
-	}
+	// The warm-up, the probe, 3 steps, and repeats of the found rate and
+	// of the failed one above it, if any.
+	kinds := map[results.StepKind]int{}
 	best := 0.0
-	for _, s := range mr.Steps[1:] {
-		if s.Held && s.TargetRate > best {
+	for _, s := range mrSteps(mr) {
+		kinds[s.Kind]++
+		if s.Kind == results.StepSearch && s.Held && s.TargetRate > best {
 			best = s.TargetRate
 		}
+	}
+	if mr == nil || kinds[results.StepWarmup] != 1 || kinds[results.StepProbe] != 1 || kinds[results.StepSearch] != 3 || kinds[results.StepRepeat] < 1 || mr.Ceiling <= 0 {
+		t.Fatalf("search %+v: want the warm-up, the probe, 3 steps and repeats", mr)
+	}
+	if rp := mr.Repeatability; rp == nil || rp.Rate != best || rp.Runs != 2 || !strings.Contains(stdout, "repeatability:") {
+		t.Fatalf("repeatability %+v: want %.0f run twice, stated in the summary", rp, best)
 	}
 	if best == 0 || mr.Rate != best || res.Target == nil || res.Target.Rate != best || !res.Target.Held {
 		t.Fatalf("reported %.0f, best held step %.0f, stored run's target %+v", mr.Rate, best, res.Target)
@@ -210,4 +227,11 @@ func TestBuiltInStudiesQuick(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mrSteps(mr *results.MaxRateSearch) []results.RateStep {
+	if mr == nil {
+		return nil
+	}
+	return mr.Steps
 }

@@ -156,7 +156,7 @@ func TestFinishRunVerdicts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			err := finishRun(IO{Out: &out, Err: &errOut}, tc.res, nil, filepath.Join(dir, tc.name+".json"), "")
+			err := finishRun(IO{Out: &out, Err: &errOut}, tc.res, nil, filepath.Join(dir, tc.name+".json"), "", nil)
 			if code := exitCode(err); code != tc.code || !strings.Contains(out.String(), tc.stdout) {
 				t.Errorf("exit %d (want %d): %v\n%s", code, tc.code, err, out.String())
 			}
@@ -167,7 +167,7 @@ func TestFinishRunVerdicts(t *testing.T) {
 	notDir := filepath.Join(dir, "file")
 	_ = os.WriteFile(notDir, nil, 0o644)
 	var out bytes.Buffer
-	err := finishRun(IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), nil, filepath.Join(notDir, "r.json"), "")
+	err := finishRun(IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), nil, filepath.Join(notDir, "r.json"), "", nil)
 	fallback := filepath.Join(dir, "brokerbench-r.json")
 	if exitCode(err) != ExitRunFailed || !strings.Contains(out.String(), "accounting:") || !strings.Contains(out.String(), fallback) {
 		t.Errorf("exit %d: %v\n%s", exitCode(err), err, out.String())

@@ -175,11 +175,28 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return err
 	}
 	defer closeBounded(drv, sig.abandon)
+	target := targetKey(env, dc.Source)
+	cleanLeftovers(sig.stop, io, drv, dc.Name, target)
+	id := runner.NewID()
+	if f.out == "" {
+		out = defaultOut(id)
+	}
+	head := &results.Run{Schema: results.Schema, ID: id, Workload: w, IntervalSeconds: f.interval.Seconds()}
+	describe(head, env, dc, drv, w)
+	journal := results.JournalPath(out)
+	if f.findMaxRate {
+		journal = "" // many runs: the registry keeps their topics, no journal
+	}
+	rec, err := startRecord(head, target, journal, f.keepTopics || len(existing) > 0)
+	if err != nil {
+		return err
+	}
 
 	cfg := runner.Config{
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, BacklogTimeout: f.backlogLimit,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
 		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,
+		ID: id, Journal: rec,
 	}
 	if !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
@@ -211,19 +228,16 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return withCode(ExitRunFailed, runErr)
 	}
 	describe(res, env, dc, drv, w)
-	if f.out == "" {
-		out = defaultOut(res.ID)
-	}
 	if f.perNodeHour > 0 {
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}
-	return finishRun(io, res, runErr, out, f.ombJSON)
+	return finishRun(io, res, runErr, out, f.ombJSON, rec)
 }
 
 // finishRun prints the summary of res, writes its files (to a fallback path
 // if need be, never losing them) and returns the run's verdict as an error
 // with its exit code.
-func finishRun(io IO, res *results.Run, runErr error, out, ombOut string) error {
+func finishRun(io IO, res *results.Run, runErr error, out, ombOut string, rec *runRecord) error {
 	results.PrintSummary(io.Out, res)
 	partial := ""
 	if res.Partial {
@@ -246,6 +260,11 @@ func finishRun(io IO, res *results.Run, runErr error, out, ombOut string) error 
 			}
 		} else {
 			fmt.Fprintf(io.Out, "OMB results: %s\n", written)
+		}
+	}
+	if rec != nil {
+		if err := rec.finish(len(writeErrs) == 0); err != nil {
+			fmt.Fprintf(io.Err, "warning: %v\n", err)
 		}
 	}
 	v := results.Judge(res)

@@ -125,13 +125,27 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	exec := func(ctx context.Context, r study.Run) (*results.Run, error) {
+	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
 		drv, env, err := tgt.connect(ctx, r.Driver)
 		if err != nil {
 			return nil, err
 		}
 		defer drv.Close()
-		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler()}
+		target := targetKey(env, r.Driver.Source)
+		cleanLeftovers(ctx, io, drv, r.Driver.Name, target)
+		head := &results.Run{Schema: results.Schema, ID: runner.NewID(), Workload: r.Workload, IntervalSeconds: time.Second.Seconds()}
+		describe(head, env, r.Driver, drv, r.Workload)
+		rec, err := startRecord(head, target, results.JournalPath(path), false)
+		if err != nil {
+			return nil, err
+		}
+		// The study replaces the journal with the results once written.
+		defer func() {
+			if err := rec.finish(false); err != nil {
+				fmt.Fprintf(io.Err, "warning: %v\n", err)
+			}
+		}()
+		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec}
 		if f.progress {
 			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 		}

@@ -115,6 +115,8 @@ type Driver interface {
 	// BrokerVersion describes the broker software, for the results file.
 	BrokerVersion(ctx context.Context) (string, error)
 	CreateTopic(ctx context.Context, spec TopicSpec) error
+	// DeleteTopic deletes a topic; for one that does not exist, its error
+	// wraps ErrTopicNotFound.
 	DeleteTopic(ctx context.Context, name string) error
 	NewProducer(ctx context.Context, spec ProducerSpec, ack AckFunc) (Producer, error)
 	NewConsumer(ctx context.Context, spec ConsumerSpec, consume ConsumeFunc) (Consumer, error)
@@ -213,6 +215,10 @@ func Names() []string {
 
 // ErrUnknownDriver is returned by New for a name nobody registered.
 var ErrUnknownDriver = errors.New("unknown driver")
+
+// ErrTopicNotFound is wrapped by DeleteTopic's error for a topic that does
+// not exist.
+var ErrTopicNotFound = errors.New("topic not found")
 
 // New builds the driver cfg names.
 func New(cfg *workload.DriverConfig, opts Options) (Driver, error) {

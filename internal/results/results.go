@@ -415,11 +415,16 @@ func ReadJSON(path string, v any) error {
 	return nil
 }
 
-// Read loads a results file.
+// Read loads a results file, or the journal of a run that did not finish
+// (a path ending in JournalSuffix) as a partial result.
 func Read(path string) (*Run, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if IsJournal(path) {
+		r, _, err := ReadJournal(path, data)
+		return r, err
 	}
 	return Decode(path, data)
 }
@@ -435,7 +440,7 @@ func Decode(name string, data []byte) (*Run, error) {
 		return nil, fmt.Errorf("%s: schema %q, this build reads %q", name, r.Schema, Schema)
 	}
 	if r.Workload == nil {
-		return nil, fmt.Errorf("%s: results without a workload: the file is incomplete; rerun, or read an unfinished run's journal (.journal.jsonl) instead", name)
+		return nil, fmt.Errorf("%s: results without a workload: the file is incomplete; rerun, or read the run's journal (the results path + %q) instead", name, JournalSuffix)
 	}
 	if r.IntervalSeconds < 0 || r.Workload.MessageSize < 0 || r.Workload.Topics < 0 {
 		return nil, fmt.Errorf("%s: results with negative sizes: the file was not written by brokerbench", name)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,21 @@ func (l latencies) reset() {
 	l.svc.Reset()
 	l.lag.Reset()
 	l.e2e.Reset()
+}
+
+// encode returns the histograms encoded; one that cannot be encoded is
+// left empty and named in the error.
+func (l latencies) encode() (results.Histograms, error) {
+	var h results.Histograms
+	var errs []error
+	for dst, c := range map[*string]*metrics.Counts{
+		&h.PublishLatency: l.pub, &h.ServiceTime: l.svc, &h.SendLag: l.lag, &h.EndToEndLatency: l.e2e,
+	} {
+		enc, err := metrics.Encode(c.Histogram())
+		*dst = enc
+		errs = append(errs, err)
+	}
+	return h, errors.Join(errs...)
 }
 
 // collector turns counters and histograms into intervals and the
@@ -79,6 +95,10 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		c.agg.merge(c.cur)
 	case results.Warmup:
 		c.warm.merge(c.cur)
+	}
+	if j := c.r.cfg.Journal; j != nil {
+		h, _ := c.cur.encode() // an interval without histograms still has its counts
+		j.Interval(iv, h)
 	}
 	c.cur.reset()
 	c.last, c.lastAt = t, now

@@ -76,6 +76,31 @@ type Config struct {
 	// InterruptDrain bounds the flush and drain after ctx is cancelled
 	// (default 10 s).
 	InterruptDrain time.Duration
+	// ID is the run's id (default: NewID); topic and subscription names
+	// derive from it.
+	ID string
+	// Journal, if set, receives the run's progress as it happens: topics
+	// before they are created and once deleted, and every interval.
+	Journal Journal
+}
+
+// Journal receives a run's progress as it happens, so that a run killed
+// outright still leaves what it measured and names the topics it created
+// (see results.Journal). Its methods must not block for long.
+type Journal interface {
+	// CreatingTopic is called before the topic is created.
+	CreatingTopic(name string)
+	// DeletedTopic is called once a created topic is deleted.
+	DeletedTopic(name string)
+	// Interval is called with every interval and its histograms.
+	Interval(iv results.Interval, h results.Histograms)
+}
+
+// NewID returns a new run id: the UTC start time and 8 random hex digits.
+func NewID() string {
+	idBytes := make([]byte, 4)
+	_, _ = rand.Read(idBytes)
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(idBytes)
 }
 
 // ErrSetup wraps failures before any message was sent.
@@ -140,9 +165,10 @@ func newRun(cfg Config) *run {
 		cfg.InterruptDrain = 10 * time.Second
 	}
 	w := cfg.Workload
-	idBytes := make([]byte, 4)
-	_, _ = rand.Read(idBytes)
-	id := time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(idBytes)
+	id := cfg.ID
+	if id == "" {
+		id = NewID()
+	}
 	r := &run{cfg: cfg, w: w, logf: func(string, ...any) {}}
 	if cfg.Log != nil {
 		r.logf = func(f string, a ...any) { fmt.Fprintf(cfg.Log, f+"\n", a...) }
@@ -212,6 +238,9 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 			break
 		}
 		r.logf("creating topic %s (%d partitions)", t, w.PartitionsPerTopic)
+		if r.cfg.Journal != nil {
+			r.cfg.Journal.CreatingTopic(t)
+		}
 		if err := d.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: w.PartitionsPerTopic, ReplicationFactor: w.ReplicationFactor}); err != nil {
 			return created, err
 		}
@@ -321,6 +350,8 @@ func (r *run) teardown(created []string) []string {
 	for _, t := range created {
 		if err := r.cfg.Driver.DeleteTopic(ctx, t); err != nil {
 			warnings = append(warnings, err.Error())
+		} else if r.cfg.Journal != nil {
+			r.cfg.Journal.DeletedTopic(t)
 		}
 	}
 	return warnings
@@ -574,15 +605,9 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		m.PublishRate, m.ConsumeRate = float64(m.Acked)/secs, float64(m.Consumed)/secs
 		m.PublishMBps, m.ConsumeMBps = m.PublishRate*float64(r.w.MessageSize)/1e6, m.ConsumeRate*float64(r.w.MessageSize)/1e6
 	}
-	for dst, h := range map[*string]*metrics.Counts{
-		&r.res.Histograms.PublishLatency: c.agg.pub, &r.res.Histograms.ServiceTime: c.agg.svc,
-		&r.res.Histograms.SendLag: c.agg.lag, &r.res.Histograms.EndToEndLatency: c.agg.e2e,
-	} {
-		enc, err := metrics.Encode(h.Histogram())
-		if err != nil {
-			r.res.Warnings = append(r.res.Warnings, err.Error())
-		}
-		*dst = enc
+	var err error
+	if r.res.Histograms, err = c.agg.encode(); err != nil {
+		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
 
 	t := r.totals()

@@ -51,8 +51,9 @@ const (
 )
 
 // Executor makes one run and returns its results (also partial ones, with
-// an error).
-type Executor func(ctx context.Context, r Run) (*results.Run, error)
+// an error). path is where the results will be written; a journal kept at
+// results.JournalPath(path) is removed once they are.
+type Executor func(ctx context.Context, r Run, path string) (*results.Run, error)
 
 // Options configure Execute.
 type Options struct {
@@ -99,13 +100,15 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 			logf("%s done in an earlier session, kept", prefix)
 		default:
 			logf("%s running (%s warmup, %s)", prefix, r.Workload.Warmup, r.Workload.Duration)
-			res, runErr := opts.Exec(ctx, r)
+			res, runErr := opts.Exec(ctx, r, path)
 			if res != nil {
 				res.Study = studyRun(s, r)
 				res.Price = price(s, r)
 				if err := results.Write(path, res); err != nil {
 					return idx, err
 				}
+				// The results replace the run's journal, if it kept one.
+				_ = os.Remove(results.JournalPath(path))
 				e.File = rel
 			}
 			switch {

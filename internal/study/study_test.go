@@ -154,7 +154,7 @@ func TestExecuteResumes(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	made := map[string]int{}
-	exec := func(ctx context.Context, r Run) (*results.Run, error) {
+	exec := func(ctx context.Context, r Run, _ string) (*results.Run, error) {
 		made[r.Key]++
 		if len(made) == 3 {
 			cancel() // interrupted during the third run
@@ -170,7 +170,7 @@ func TestExecuteResumes(t *testing.T) {
 		t.Fatalf("last entry %+v, want partial", idx.Runs[len(idx.Runs)-1])
 	}
 	again := 0
-	exec2 := func(ctx context.Context, r Run) (*results.Run, error) {
+	exec2 := func(ctx context.Context, r Run, _ string) (*results.Run, error) {
 		made[r.Key]++
 		again++
 		return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload}, nil

@@ -136,6 +136,9 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 	if err == nil {
 		err = resp.Err
 	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete topic %q: %w: %w", name, driver.ErrTopicNotFound, err)
+	}
 	if err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, err)
 	}
