@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -248,5 +250,29 @@ func TestHelpExamplesNameRealFiles(t *testing.T) {
 	}
 	if code, stdout, _ := execute("--version"); code != 0 || !strings.HasPrefix(stdout, "brokerbench ") {
 		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
+
+// TestPortInUseAdvice: a taken local port is reported with the flag of the
+// command at hand.
+func TestPortInUseAdvice(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	t.Setenv("BROKERBENCH_CACHE", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"run", "../../workloads/quick.yaml", "--local-port", port}, "--local-port"},
+		{[]string{"local", "up", "kafka", "--port", port}, "--port"},
+	} {
+		code, _, stderr := execute(tc.args...)
+		if code == ExitOK || !strings.Contains(stderr, "in use by a process brokerbench did not start") || !strings.Contains(stderr, "another port with "+tc.flag+"\n") {
+			t.Errorf("%v: exit %d, want advice naming %s:\n%s", tc.args, code, tc.flag, stderr)
+		}
 	}
 }

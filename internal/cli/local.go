@@ -44,6 +44,15 @@ func (f *localFlags) validate() error {
 	return errors.Join(errs...)
 }
 
+// portAdvice is what to do about err, if the local broker's port is taken,
+// naming the flag of the command at hand.
+func (f *localFlags) portAdvice(err error) string {
+	if !errors.Is(err, local.ErrPortInUse) {
+		return ""
+	}
+	return fmt.Sprintf(": stop that process, or choose another port with --%s", f.portFlag)
+}
+
 func (f *localFlags) kafka(io IO) *local.Kafka {
 	k := local.NewKafka(f.port)
 	if f.stateDir != "" {
@@ -80,7 +89,7 @@ as a single KRaft node.`,
 			}
 			st, err := f.kafka(io).Up(cmd.Context())
 			if err != nil {
-				return err
+				return fmt.Errorf("%w%s", err, f.portAdvice(err))
 			}
 			fmt.Fprintf(io.Out, "kafka %s running on %s (pid %d)\nlog: %s\n", st.Version, st.Address, st.PID, st.LogFile)
 			return nil

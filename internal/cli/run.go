@@ -43,6 +43,7 @@ type runFlags struct {
 	nodes        int
 	noRecording  bool
 	quiet        bool
+	progress     bool
 	local        localFlags
 }
 
@@ -111,7 +112,8 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.StringVar(&f.pprofDir, "pprof", "", "write CPU and heap profiles of the load generator (cpu.pprof, heap.pprof) to this directory")
 	fl.BoolVar(&f.noRecording, "no-latency-recording", false, "record no latencies (measures what recording costs; for bench/ only)")
 	_ = fl.MarkHidden("no-latency-recording")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
+	fl.BoolVar(&f.progress, "progress", true, "print a progress line per interval (as 'study --progress')")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
 	f.local.registerTarget(cmd)
 	return cmd
 }
@@ -198,7 +200,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,
 		ID: id, Journal: rec,
 	}
-	if !f.quiet {
+	if f.progress && !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 	}
 	if f.pprofDir != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goio "io"
 	"math"
 	"os"
 	"os/signal"
@@ -29,6 +30,7 @@ type studyFlags struct {
 	out      string
 	broker   string
 	progress bool
+	quiet    bool
 	local    localFlags
 }
 
@@ -71,7 +73,8 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVar(&f.scale, "scale", "quick", "quick (minutes) or full (the published durations)")
 	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
-	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval")
+	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval of every run (as 'run' does by default)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines and no line per run: only the study's outcome (as 'run --quiet')")
 	f.local.registerTarget(cmd)
 	return cmd
 }
@@ -89,7 +92,12 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if err := f.local.validate(); err != nil {
 		return "", err
 	}
-	tgt := newTarget(io, f.broker, f.local)
+	// chat receives what is said along the way; --quiet silences it.
+	chat := io
+	if f.quiet {
+		chat.Err = goio.Discard
+	}
+	tgt := newTarget(chat, f.broker, f.local)
 	brokers := 1
 	switch {
 	case f.broker != "" && f.list:
@@ -146,20 +154,20 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 			}
 		}()
 		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec}
-		if f.progress {
+		if f.progress && !f.quiet {
 			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 		}
 		res, err := runner.Run(ctx, cfg)
 		if res != nil {
 			describe(res, env, r.Driver, drv, r.Workload)
-			fmt.Fprintf(io.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
+			fmt.Fprintf(chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
 				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
 		}
 		return res, err
 	}
 	start := time.Now()
-	fmt.Fprintf(io.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
-	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: io.Err})
+	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
+	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
 	if idx == nil {
 		return dir, withCode(ExitRunFailed, err)
 	}

@@ -18,11 +18,12 @@ import (
 // driver config's own bootstrap servers, or else the local Kafka broker,
 // started on first use and left running.
 type target struct {
-	io        IO
-	endpoints []string
-	local     localFlags
-	localAddr string
-	localPID  int
+	io           IO
+	endpoints    []string
+	local        localFlags
+	localAddr    string
+	localPID     int
+	localVersion string
 }
 
 func newTarget(io IO, broker string, local localFlags) *target {
@@ -44,10 +45,10 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 	if t.localAddr == "" {
 		st, err := t.local.kafka(t.io).Up(ctx)
 		if err != nil {
-			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w", err))
+			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w%s", err, t.local.portAdvice(err)))
 		}
 		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
-		t.localAddr, t.localPID = st.Address, st.PID
+		t.localAddr, t.localPID, t.localVersion = st.Address, st.PID, st.Version
 	}
 	return []string{t.localAddr}, nil
 }
@@ -103,6 +104,11 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
 		return nil, env, withCode(ExitRunFailed, err)
+	}
+	if t.usesLocal(dc) && t.localVersion != "" {
+		// The driver can only guess a version from the protocol (4.3 for
+		// 4.3.1); the local broker's is known exactly.
+		env.BrokerVersion = "Apache Kafka " + t.localVersion
 	}
 	env.BrokerEndpoint = strings.Join(endpoints, ",")
 	return drv, env, nil

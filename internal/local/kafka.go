@@ -160,7 +160,7 @@ func (k *Kafka) Up(ctx context.Context) (KafkaStatus, error) {
 	}
 	if conn, err := net.DialTimeout("tcp", k.Address(), 500*time.Millisecond); err == nil {
 		conn.Close()
-		return KafkaStatus{}, fmt.Errorf("port %d is in use by a process brokerbench did not start: stop it, or choose another port with --port", k.Port)
+		return KafkaStatus{}, fmt.Errorf("port %d: %w", k.Port, ErrPortInUse)
 	}
 	if err := k.Install(ctx); err != nil {
 		return KafkaStatus{}, err

@@ -38,6 +38,10 @@ func DefaultStateDir() string {
 
 // alive reports whether pid is a live (not zombie) process whose command
 // line contains marker. The marker guards against a reused PID.
+// ErrPortInUse is returned when a broker's port is taken by a process
+// brokerbench did not start.
+var ErrPortInUse = errors.New("in use by a process brokerbench did not start")
+
 func alive(pid int, marker string) bool {
 	if pid <= 0 {
 		return false

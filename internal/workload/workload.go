@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,13 +144,42 @@ func Parse(name string, data []byte) (*Workload, error) {
 	return w, nil
 }
 
+// yamlLine finds the line number in yaml.v3's syntax errors.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parserErrors are the messages of yaml.v3's parser (not its scanner).
+// yaml.v3 reports their line counted from 0, its scanner's from 1
+// (go-yaml/yaml issue 1, unfixed in v3.0.1); yamlError adds the 1.
+var parserErrors = []string{
+	"did not find expected <document start>", "did not find expected key", "did not find expected '-' indicator",
+	"did not find expected node content", "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found undefined tag handle", "found duplicate %YAML directive", "found incompatible YAML document",
+}
+
+// yamlError turns a YAML syntax error into a FieldError at its line,
+// counted from 1.
+func yamlError(name string, err error) error {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &FieldError{File: name, Msg: "not valid YAML: " + err.Error()}
+	}
+	line, _ := strconv.Atoi(m[1])
+	for _, p := range parserErrors {
+		if strings.Contains(m[2], p) {
+			line++
+			break
+		}
+	}
+	return &FieldError{File: name, Line: line, Msg: "not valid YAML: " + m[2]}
+}
+
 func parseYAML(name string, data []byte) (*yaml.Node, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &FieldError{File: name, Msg: "file is empty: expected a YAML mapping"}
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &FieldError{File: name, Msg: "not valid YAML: " + err.Error()}
+		return nil, yamlError(name, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &FieldError{File: name, Msg: "expected a YAML mapping"}

@@ -110,6 +110,11 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate", "name: x\ntopics: 1\ntopics: 2\n", []string{"w.yaml:3", "duplicate", "line 2"}},
 		// Not YAML at all.
 		{"invalid yaml", "name: [x\n", []string{"w.yaml", "not valid YAML"}},
+		// Syntax errors name the line they are on, from the parser and
+		// from the scanner alike.
+		{"unclosed sequence", "name: x\ntopics: 1\nmessageSize: [100\nrate: 5\n", []string{"w.yaml:3:", "expected ',' or ']'"}},
+		{"stray item", "name: x\n- a\n", []string{"w.yaml:2:", "expected key"}},
+		{"bad indentation", "name: x\ntopics: 1\n  messageSize: 100\n", []string{"w.yaml:3:", "mapping values"}},
 		// Empty file.
 		{"empty", "  \n", []string{"w.yaml", "empty"}},
 		// Top level must be a mapping.
