@@ -216,13 +216,13 @@ func (r *run) teardownBounded(created []string) {
 	}
 }
 
-// setup creates topics, consumers and producers. It returns the topics it
+// setup checks the workload with the driver, builds the payloads, and
+// creates topics, consumers and producers. It returns the topics it
 // created, for teardown, also on error.
 func (r *run) setup(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SetupTimeout)
 	defer cancel()
 	w, d := r.w, r.cfg.Driver
-	var created []string
 	if c, ok := d.(driver.Checker); ok {
 		if err := c.Check(ctx, driver.CheckSpec{MessageSize: w.MessageSize, ExistingTopics: r.cfg.ExistingTopics}); err != nil {
 			return nil, err
@@ -233,19 +233,41 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	created, err := r.createTopics(ctx)
+	if err != nil {
+		return created, err
+	}
+	if err := r.startConsumers(ctx); err != nil {
+		return created, err
+	}
+	return created, r.startProducers(ctx, pool)
+}
+
+// createTopics creates the run's topics, unless it uses existing ones, and
+// returns those it created.
+func (r *run) createTopics(ctx context.Context) ([]string, error) {
+	var created []string
+	if len(r.cfg.ExistingTopics) > 0 {
+		return nil, nil
+	}
 	for _, t := range r.topics {
-		if len(r.cfg.ExistingTopics) > 0 {
-			break
-		}
-		r.logf("creating topic %s (%d partitions)", t, w.PartitionsPerTopic)
+		r.logf("creating topic %s (%d partitions)", t, r.w.PartitionsPerTopic)
 		if r.cfg.Journal != nil {
 			r.cfg.Journal.CreatingTopic(t)
 		}
-		if err := d.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: w.PartitionsPerTopic, ReplicationFactor: w.ReplicationFactor}); err != nil {
+		if err := r.cfg.Driver.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: r.w.PartitionsPerTopic, ReplicationFactor: r.w.ReplicationFactor}); err != nil {
 			return created, err
 		}
 		created = append(created, t)
 	}
+	return created, nil
+}
+
+// startConsumers creates every subscription's consumers and waits until
+// they have joined; for a backlog test, or on existing topics, it pauses
+// them.
+func (r *run) startConsumers(ctx context.Context) error {
+	w, d := r.w, r.cfg.Driver
 	type group struct {
 		topic, sub string
 		members    []driver.Consumer
@@ -261,7 +283,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 				st := newConsumerStats(rec, !r.cfg.NoLatencyRecording)
 				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub}, st.onMessage)
 				if err != nil {
-					return created, fmt.Errorf("consumer for topic %d: %w", ti, err)
+					return fmt.Errorf("consumer for topic %d: %w", ti, err)
 				}
 				r.consumers = append(r.consumers, st)
 				r.closers = append(r.closers, c.Close)
@@ -276,27 +298,35 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	for _, g := range groups {
 		for _, c := range g.members {
 			if err := c.Ready(ctx); err != nil {
-				return created, err
+				return err
 			}
 		}
 		if wt, ok := d.(driver.SubscriptionWaiter); ok {
 			if err := wt.WaitSubscription(ctx, g.topic, g.sub, len(g.members)); err != nil {
-				return created, err
+				return err
 			}
 		}
 	}
-	if r.backlogMode() || len(r.cfg.ExistingTopics) > 0 {
-		for _, g := range groups {
-			for _, c := range g.members {
-				p, ok := c.(driver.Pauser)
-				if !ok {
-					return created, errors.New("backlog tests and existing topics need consumers that can pause; this driver's cannot")
-				}
-				p.Pause()
-				r.pausers = append(r.pausers, p)
+	if !r.backlogMode() && len(r.cfg.ExistingTopics) == 0 {
+		return nil
+	}
+	for _, g := range groups {
+		for _, c := range g.members {
+			p, ok := c.(driver.Pauser)
+			if !ok {
+				return errors.New("backlog tests and existing topics need consumers that can pause; this driver's cannot")
 			}
+			p.Pause()
+			r.pausers = append(r.pausers, p)
 		}
 	}
+	return nil
+}
+
+// startProducers creates the producers, each with its share of the rate
+// and of the message limit, and its in-flight window.
+func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
+	w := r.w
 	// At most 16384 messages in flight per producer: measured on 100-byte
 	// messages at max rate, 65536 slots spread each message over cold
 	// cache lines and cost 20-30% more CPU per message for no more
@@ -308,7 +338,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	for i := range n {
 		keys, err := payload.NewKeys(w.KeyDistributor, w.Seed+uint64(i))
 		if err != nil {
-			return created, err
+			return err
 		}
 		limit := int64(0)
 		if w.MessageLimit > 0 {
@@ -319,18 +349,16 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 		}
 		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
 		pw.record = !r.cfg.NoLatencyRecording
-		p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
+		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {
-			return created, fmt.Errorf("producer %d: %w", i, err)
+			return fmt.Errorf("producer %d: %w", i, err)
 		}
 		pw.prod = p
 		r.producers = append(r.producers, pw)
 	}
-	return created, nil
+	return nil
 }
 
-// teardown closes the clients and deletes the topics the run created. It
-// returns warnings instead of writing to r.res, because teardownBounded may
 // stop waiting for it.
 func (r *run) teardown(created []string) []string {
 	var warnings []string
@@ -584,6 +612,8 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 	return fmt.Errorf("drain abandoned: %d of %d messages consumed", r.totals().consumed, want())
 }
 
+// summarise fills in the measured aggregate, the accounting and the
+// target's verdict once the run is over.
 func (r *run) summarise(c *collector, measureEnd totals) {
 	secs := 0.0
 	if c.measuring && c.measureTo > c.measureFrom {
@@ -609,7 +639,16 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if r.res.Histograms, err = c.agg.encode(); err != nil {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
+	r.count()
+	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
+		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
+	}
+}
 
+// count fills in the run's message accounting: the counters, failures by
+// kind, the reconciliation of sends with deliveries, and the broker's own
+// count where the driver can give it.
+func (r *run) count() {
 	t := r.totals()
 	cnt := &r.res.Counts
 	cnt.Sent, cnt.Acked, cnt.Failed, cnt.Consumed, cnt.Foreign = t.sent, t.acked, t.failed, t.consumed, t.foreign
@@ -640,10 +679,6 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("accounting mismatch: the broker stores %d messages but %d were acknowledged", stored, t.acked))
 			}
 		}
-	}
-
-	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
-		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
 	}
 }
 
