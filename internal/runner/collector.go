@@ -189,6 +189,11 @@ func (c *collector) sampleUntil(ctx context.Context, phase results.Phase, closed
 				reason = timedOut
 			}
 		}
+		// An interrupt may also close what the phase waits for (it stops
+		// the producers): it is still an interrupt.
+		if ctx.Err() != nil {
+			reason = interruptedStop
+		}
 		if reason >= 0 {
 			return reason
 		}

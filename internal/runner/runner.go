@@ -550,6 +550,11 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 			producersDone = true
 		case <-timer.C:
 		}
+		// An interrupt also stops the producers, which may close finished
+		// first: it is still an interrupt.
+		if ctx.Err() != nil {
+			interrupted, producersDone = true, false
+		}
 		phase := results.Measure
 		if c.lastAt < warmupEnd {
 			phase = results.Warmup
