@@ -108,7 +108,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
 		}
 	}
-	k := local.NewKafka(o.port)
+	k := local.NewKafka(o.port, 1)
 	k.StateDir = filepath.Join(dir, "kafka")
 	k.HeapMB = 1024
 	k.Log = os.Stdout
@@ -120,12 +120,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = k.Down() }()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Address))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Address()))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	e := &env{bin: dir, addr: st.Address, lib: k.LibDir(), dir: dir, admin: kadm.NewClient(cl)}
+	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, admin: kadm.NewClient(cl)}
 
 	var all []measurement
 	for _, size := range o.sizes {

@@ -4,24 +4,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
+// maxLocalBrokers bounds local clusters: nine 512 MiB brokers fit in 24 GiB
+// with room for the load generator; the 2 cores are the real limit.
+const maxLocalBrokers = 9
+
 type localFlags struct {
-	portFlag string // "port" or "local-port"
-	port     int
-	stateDir string
-	heapMB   int
+	portFlag    string // "port" or "local-port"
+	port        int
+	stateDir    string
+	heapMB      int // 0: the kind's default for the cluster's size
+	brokers     int
+	controllers int
 }
 
 func (f *localFlags) register(cmd *cobra.Command) {
 	f.portFlag = "port"
-	cmd.Flags().IntVar(&f.port, "port", 9092, "client port on 127.0.0.1 (the controller uses port+1)")
-	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "directory for data, logs and PID file (default: per port, under the brokerbench cache)")
-	cmd.Flags().IntVar(&f.heapMB, "heap-mb", 1024, "broker JVM heap in MiB")
+	fl := cmd.Flags()
+	fl.IntVar(&f.port, "port", 9092, "client port of every broker, each on its own loopback address (other ports are chosen free)")
+	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the cluster's nodes: data, logs, configs, PID files (default: per port, under the brokerbench cache)")
+	fl.IntVar(&f.heapMB, "heap-mb", 0, "JVM heap of each broker in MiB (default 1024 for one broker, 512 each in a cluster)")
+	fl.IntVar(&f.brokers, "brokers", 1, fmt.Sprintf("number of brokers, 1 to %d: one on 127.0.0.1, or broker i on 127.0.1.i", maxLocalBrokers))
+	fl.IntVar(&f.controllers, "controllers", 0, "dedicated KRaft controllers, on 127.0.2.j (0: the first three brokers are also the controllers)")
 }
 
 // registerTarget adds --local-port to a command that runs against the local
@@ -29,17 +40,23 @@ func (f *localFlags) register(cmd *cobra.Command) {
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
 	f.portFlag = "local-port"
 	cmd.Flags().IntVar(&f.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
-	f.heapMB = 1024
+	f.brokers = 1
 }
 
-// validate checks the local broker flags; flag is the port flag's name.
+// validate checks the local broker flags.
 func (f *localFlags) validate() error {
 	var errs []error
-	if f.port < 1 || f.port > 65534 {
-		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65534 (the controller takes the port above it), got %d", f.portFlag, f.port)})
+	if f.port < 1 || f.port > 65535 {
+		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65535, got %d", f.portFlag, f.port)})
 	}
-	if f.heapMB < 128 {
+	if f.heapMB != 0 && f.heapMB < 128 {
 		errs = append(errs, usageError{fmt.Errorf("--heap-mb: must be at least 128, got %d", f.heapMB)})
+	}
+	if f.brokers < 1 || f.brokers > maxLocalBrokers {
+		errs = append(errs, usageError{fmt.Errorf("--brokers: must be between 1 and %d on one machine, got %d", maxLocalBrokers, f.brokers)})
+	}
+	if f.controllers < 0 || f.controllers > 5 || f.controllers%2 == 0 && f.controllers != 0 {
+		errs = append(errs, usageError{fmt.Errorf("--controllers: must be 0 (brokers double as controllers), 1, 3 or 5 (a quorum needs an odd number), got %d", f.controllers)})
 	}
 	return errors.Join(errs...)
 }
@@ -53,24 +70,57 @@ func (f *localFlags) portAdvice(err error) string {
 	return fmt.Sprintf(": stop that process, or choose another port with --%s", f.portFlag)
 }
 
-func (f *localFlags) kafka(io IO) *local.Kafka {
-	k := local.NewKafka(f.port)
+// kafka returns the local Kafka cluster the flags describe.
+func (f *localFlags) kafka(io IO) *local.Cluster {
+	c := local.NewKafka(f.port, f.brokers)
 	if f.stateDir != "" {
-		k.StateDir = f.stateDir
+		c.StateDir = f.stateDir
 	}
-	k.HeapMB = f.heapMB
-	k.Log = io.Err
-	return k
+	if f.heapMB != 0 {
+		c.HeapMB = f.heapMB
+	}
+	c.Controllers = f.controllers
+	c.Log = io.Err
+	return c
+}
+
+// printStatus writes a cluster's status, one line per node.
+func printStatus(io IO, st local.Status) {
+	state := "not running"
+	if st.Running {
+		state = "running"
+	}
+	fmt.Fprintf(io.Out, "%s %s: %s, %d node(s), bootstrap %s\n", st.Kind, st.Version, state, len(st.Nodes), strings.Join(st.Bootstrap, ","))
+	for _, n := range st.Nodes {
+		ports := make([]string, 0, len(n.Ports))
+		for name, p := range n.Ports {
+			ports = append(ports, fmt.Sprintf("%s %s:%d", name, n.Host, p))
+		}
+		sort.Strings(ports)
+		nodeState := "stopped"
+		if n.Running {
+			nodeState = fmt.Sprintf("running, pid %d", n.PID)
+		}
+		fmt.Fprintf(io.Out, "  node %d (%s): %s; %s; log %s\n", n.ID, strings.Join(n.Roles, "+"), nodeState, strings.Join(ports, ", "), n.LogFile)
+	}
+	if len(st.Nodes) == 0 {
+		fmt.Fprintf(io.Out, "  no cluster recorded in %s\n", st.StateDir)
+	}
 }
 
 func newLocalCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Install, start, stop and inspect brokers on this machine",
-		Long: `local manages brokers that brokerbench installs and runs on 127.0.0.1.
-Kafka is installed from Maven Central (needs Java 17+ and Maven) into the
-brokerbench cache ($BROKERBENCH_CACHE, default ~/.cache/brokerbench) and runs
-as a single KRaft node.`,
+		Long: `local manages broker clusters that brokerbench installs and runs on this
+machine. Kafka is installed from Maven Central (needs Java 17+ and Maven)
+into the brokerbench cache ($BROKERBENCH_CACHE, default ~/.cache/brokerbench)
+and runs in KRaft mode: one node on 127.0.0.1, or --brokers N, each broker
+on its own loopback address (127.0.1.i), with the first three brokers as
+the controller quorum or --controllers dedicated ones. Internal topics are
+replicated min(3, N) times. A cluster's nodes share the machine's cores and
+disk: on 2 cores and 24 GiB, up to 9 brokers of 512 MiB fit, and 3 is what
+the reference studies use.`,
 	}
 	var f localFlags
 	check := func(args []string) error {
@@ -80,9 +130,10 @@ as a single KRaft node.`,
 		return f.validate()
 	}
 	up := &cobra.Command{
-		Use:     "up kafka",
-		Short:   "Install (if needed) and start a local broker; wait until it accepts requests",
-		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --port 19092",
+		Use:   "up kafka",
+		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
+		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n" +
+			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := check(args); err != nil {
 				return err
@@ -91,14 +142,14 @@ as a single KRaft node.`,
 			if err != nil {
 				return fmt.Errorf("%w%s", err, f.portAdvice(err))
 			}
-			fmt.Fprintf(io.Out, "kafka %s running on %s (pid %d)\nlog: %s\n", st.Version, st.Address, st.PID, st.LogFile)
+			printStatus(io, st)
 			return nil
 		},
 	}
 	down := &cobra.Command{
 		Use:     "down kafka",
-		Short:   "Stop a local broker by its PID",
-		Example: "  brokerbench local down kafka",
+		Short:   "Stop every node of a local cluster by its PID",
+		Example: "  brokerbench local down kafka\n  brokerbench local down kafka --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := check(args); err != nil {
 				return err
@@ -109,7 +160,7 @@ as a single KRaft node.`,
 	var asJSON bool
 	status := &cobra.Command{
 		Use:     "status kafka",
-		Short:   "Report whether a local broker runs, its PID, address and log",
+		Short:   "List a local cluster's nodes: roles, addresses, PID, state, log",
 		Example: "  brokerbench local status kafka\n  brokerbench local status kafka --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := check(args); err != nil {
@@ -121,11 +172,7 @@ as a single KRaft node.`,
 				fmt.Fprintln(io.Out, string(b))
 				return nil
 			}
-			if st.Running {
-				fmt.Fprintf(io.Out, "kafka %s: running on %s (pid %d)\nlog: %s\n", st.Version, st.Address, st.PID, st.LogFile)
-			} else {
-				fmt.Fprintf(io.Out, "kafka %s: not running (port %s, state %s)\n", st.Version, st.Address, st.StateDir)
-			}
+			printStatus(io, st)
 			return nil
 		},
 	}

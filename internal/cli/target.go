@@ -47,8 +47,8 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 		if err != nil {
 			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w%s", err, t.local.portAdvice(err)))
 		}
-		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address, st.PID)
-		t.localAddr, t.localPID, t.localVersion = st.Address, st.PID, st.Version
+		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address(), st.Nodes[0].PID)
+		t.localAddr, t.localPID, t.localVersion = st.Address(), st.Nodes[0].PID, st.Version
 	}
 	return []string{t.localAddr}, nil
 }

@@ -1,21 +1,18 @@
 package local
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
+	"sync"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,53 +25,47 @@ const log4jVersion = "2.24.3"
 // ErrPrerequisite reports a missing tool needed to install a broker.
 var ErrPrerequisite = errors.New("missing prerequisite")
 
-// Kafka is a single-node Apache Kafka broker in KRaft mode (combined broker
-// and controller, no ZooKeeper) listening on 127.0.0.1.
-type Kafka struct {
-	// CacheDir holds the downloaded jars, shared by every state directory.
-	CacheDir string
-	// StateDir holds this broker's data, logs, config and PID file.
-	StateDir string
-	// Port is the client port; the controller uses Port+1.
-	Port int
-	// AdvertisedPort, if not zero, is the port on 127.0.0.1 the broker tells
-	// clients to connect to instead of Port: a proxy in front of it.
-	AdvertisedPort int
-	// HeapMB is the broker JVM heap size.
-	HeapMB int
-	// Log receives progress messages; nil discards them.
-	Log io.Writer
-}
-
-// NewKafka returns a Kafka on port with default directories and heap.
-func NewKafka(port int) *Kafka {
-	return &Kafka{CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("kafka-%d", port)), Port: port, HeapMB: 1024}
-}
-
-// Address returns the broker's bootstrap address.
-func (k *Kafka) Address() string { return fmt.Sprintf("127.0.0.1:%d", k.Port) }
-
-// LibDir returns the directory holding the Kafka jars.
-func (k *Kafka) LibDir() string { return filepath.Join(k.CacheDir, "kafka-"+KafkaVersion, "lib") }
-
-func (k *Kafka) pidFile() string    { return filepath.Join(k.StateDir, "kafka.pid") }
-func (k *Kafka) logFile() string    { return filepath.Join(k.StateDir, "kafka.log") }
-func (k *Kafka) dataDir() string    { return filepath.Join(k.StateDir, "data") }
-func (k *Kafka) configFile() string { return filepath.Join(k.StateDir, "server.properties") }
-
-func (k *Kafka) logf(format string, args ...any) {
-	if k.Log != nil {
-		fmt.Fprintf(k.Log, format+"\n", args...)
+// NewKafka returns a local Apache Kafka cluster of brokers nodes in KRaft
+// mode, its brokers' client listeners on port, with default directories:
+// the state of the cluster on a port lives in "kafka-PORT" under the
+// state directory. Heap: 1024 MB for a single node, 512 MB per broker in
+// a cluster.
+func NewKafka(port, brokers int) *Cluster {
+	heap := 1024
+	if brokers > 1 {
+		heap = 512
 	}
+	return &Cluster{Kind: Kafka{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("kafka-%d", port)),
+		Port: port, Brokers: brokers, HeapMB: heap}
+}
+
+// Kafka is the Kind of Apache Kafka clusters in KRaft mode (no ZooKeeper).
+// Without dedicated controllers, the first min(3, brokers) brokers are also
+// the controller quorum's voters; with them, the controllers are separate
+// nodes. Internal topics are replicated as in production: replication
+// factor min(3, brokers), min.insync.replicas 2 for transaction state where
+// there are 3 or more brokers. The consumer offsets topic has 10
+// partitions instead of 50, for start-up time on small machines.
+type Kafka struct{}
+
+// Name implements Kind.
+func (Kafka) Name() string { return "kafka" }
+
+// Version implements Kind.
+func (Kafka) Version() string { return KafkaVersion }
+
+// KafkaLibDir is where the Kafka jars are, under cacheDir.
+func KafkaLibDir(cacheDir string) string {
+	return filepath.Join(cacheDir, "kafka-"+KafkaVersion, "lib")
 }
 
 // Install downloads the pinned Kafka release and its dependencies from Maven
-// Central into CacheDir, unless already there. It needs Java 17+ and Maven.
-func (k *Kafka) Install(ctx context.Context) error {
+// Central into cacheDir, unless already there. It needs Java 17+ and Maven.
+func (Kafka) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
 	if err := checkJava(ctx); err != nil {
 		return err
 	}
-	dist := filepath.Dir(k.LibDir())
+	dist := filepath.Dir(KafkaLibDir(cacheDir))
 	done := filepath.Join(dist, ".complete")
 	if _, err := os.Stat(done); err == nil {
 		return nil
@@ -92,8 +83,8 @@ func (k *Kafka) Install(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
 		return err
 	}
-	k.logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", KafkaVersion, dist)
-	_ = os.RemoveAll(k.LibDir())
+	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", KafkaVersion, dist)
+	_ = os.RemoveAll(KafkaLibDir(cacheDir))
 	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "-s", "settings.xml",
 		"dependency:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime")
 	cmd.Dir = dist
@@ -101,8 +92,8 @@ func (k *Kafka) Install(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("download Kafka %s with Maven: %w\n%s", KafkaVersion, err, lastLines(string(out), 20))
 	}
-	if _, err := os.Stat(filepath.Join(k.LibDir(), "kafka_2.13-"+KafkaVersion+".jar")); err != nil {
-		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", k.LibDir())
+	if _, err := os.Stat(filepath.Join(KafkaLibDir(cacheDir), "kafka_2.13-"+KafkaVersion+".jar")); err != nil {
+		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", KafkaLibDir(cacheDir))
 	}
 	return os.WriteFile(done, []byte(KafkaVersion+"\n"), 0o644)
 }
@@ -128,204 +119,161 @@ func checkJava(ctx context.Context) error {
 	return nil
 }
 
-// KafkaStatus describes a local broker.
-type KafkaStatus struct {
-	Running  bool   `json:"running"`
-	PID      int    `json:"pid,omitempty"`
-	Address  string `json:"address"`
-	Version  string `json:"version"`
-	LogFile  string `json:"logFile"`
-	StateDir string `json:"stateDir"`
+// Layout implements Kind.
+func (Kafka) Layout(c *Cluster) []*Node {
+	single := c.Brokers == 1 && c.Controllers == 0
+	voters := min(3, c.Brokers)
+	var nodes []*Node
+	for i := 1; i <= c.Brokers; i++ {
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(single, false, i),
+			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		if c.Controllers == 0 && i <= voters {
+			n.Roles = append(n.Roles, "controller")
+			n.Ports["controller"] = 0
+		}
+		nodes = append(nodes, n)
+	}
+	for j := 1; j <= c.Controllers; j++ {
+		id := 100 + j
+		nodes = append(nodes, &Node{ID: id, Roles: []string{"controller"}, Host: loopbackHost(false, true, j),
+			Ports: map[string]int{"controller": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", id))})
+	}
+	return nodes
 }
 
-// marker identifies this broker's process among others with the same PID
-// history: its config file path is on its command line.
-func (k *Kafka) marker() string { return k.configFile() }
-
-// Status reports whether the broker is running.
-func (k *Kafka) Status() KafkaStatus {
-	st := KafkaStatus{Address: k.Address(), Version: KafkaVersion, LogFile: k.logFile(), StateDir: k.StateDir}
-	if pid, err := readPID(k.pidFile()); err == nil && alive(pid, k.marker()) {
-		st.Running, st.PID = true, pid
-	}
-	return st
-}
-
-// Up installs Kafka if needed, formats storage on first use, starts the
-// broker and waits until it answers requests. It is a no-op if the broker
-// is already running.
-func (k *Kafka) Up(ctx context.Context) (KafkaStatus, error) {
-	if st := k.Status(); st.Running {
-		return st, k.waitReady(ctx, st.PID, 60*time.Second)
-	}
-	if conn, err := net.DialTimeout("tcp", k.Address(), 500*time.Millisecond); err == nil {
-		conn.Close()
-		return KafkaStatus{}, fmt.Errorf("port %d: %w", k.Port, ErrPortInUse)
-	}
-	if err := k.Install(ctx); err != nil {
-		return KafkaStatus{}, err
-	}
-	if err := os.MkdirAll(k.StateDir, 0o755); err != nil {
-		return KafkaStatus{}, fmt.Errorf("create %s: %w", k.StateDir, err)
-	}
-	if err := k.writeConfig(); err != nil {
-		return KafkaStatus{}, err
-	}
-	if _, err := os.Stat(filepath.Join(k.dataDir(), "meta.properties")); err != nil {
-		if err := k.format(ctx); err != nil {
-			return KafkaStatus{}, err
+// Configure implements Kind: every node's server.properties and log4j2
+// config, and, for fresh nodes, storage formatted with the cluster's id
+// (all nodes at once).
+func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+	for _, n := range c.nodes {
+		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(kafkaNodeConfig(c, n)), 0o644); err != nil {
+			return fmt.Errorf("write node %d config: %w", n.ID, err)
+		}
+		if err := os.WriteFile(n.ConfigFile("log4j2.properties"), []byte(kafkaLog4j), 0o644); err != nil {
+			return err
 		}
 	}
-	pid, err := k.start()
-	if err != nil {
-		return KafkaStatus{}, err
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		if _, err := os.Stat(filepath.Join(n.Dir, "data", "meta.properties")); err == nil && !fresh {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := kafkaJava(c, n, 256, "kafka.tools.StorageTool", "format", "-t", c.ID, "-c", n.ConfigFile("server.properties"))
+			if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("format Kafka storage of node %d: %w\n%s", n.ID, err, lastLines(string(out), 10))
+			}
+		}()
 	}
-	k.logf("started Kafka %s on %s (pid %d, log %s)", KafkaVersion, k.Address(), pid, k.logFile())
-	if err := k.waitReady(ctx, pid, 90*time.Second); err != nil {
-		_ = stopPID(pid, k.marker(), 10*time.Second)
-		return KafkaStatus{}, err
-	}
-	return k.Status(), nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-func (k *Kafka) writeConfig() error {
-	cfg := fmt.Sprintf(`# Written by brokerbench: single-node KRaft broker on loopback.
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:%[2]d
-listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[4]d
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
+// kafkaNodeConfig is one node's server.properties.
+func kafkaNodeConfig(c *Cluster, n *Node) string {
+	var voters, listeners []string
+	for _, v := range c.nodes {
+		if v.HasRole("controller") {
+			voters = append(voters, fmt.Sprintf("%d@%s", v.ID, v.Addr("controller")))
+		}
+	}
+	if n.HasRole("broker") {
+		listeners = append(listeners, "PLAINTEXT://"+n.Addr("client"))
+	}
+	if n.HasRole("controller") {
+		listeners = append(listeners, "CONTROLLER://"+n.Addr("controller"))
+	}
+	rf, minISR := min(3, c.Brokers), min(2, c.Brokers)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-broker KRaft cluster on loopback.\n", n.ID, c.Brokers)
+	fmt.Fprintf(&b, "process.roles=%s\nnode.id=%d\ncontroller.quorum.voters=%s\n", strings.Join(n.Roles, ","), n.ID, strings.Join(voters, ","))
+	fmt.Fprintf(&b, "listeners=%s\n", strings.Join(listeners, ","))
+	if n.HasRole("broker") {
+		advertised := n.Ports["client"]
+		if c.AdvertisedPort != 0 && c.Brokers == 1 {
+			advertised = c.AdvertisedPort
+		}
+		fmt.Fprintf(&b, "advertised.listeners=PLAINTEXT://%s:%d\ninter.broker.listener.name=PLAINTEXT\n", n.Host, advertised)
+	}
+	fmt.Fprintf(&b, `controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=%[3]s
+log.dirs=%s
 num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+offsets.topic.replication.factor=%[2]d
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=%[2]d
+transaction.state.log.min.isr=%[3]d
+share.coordinator.state.topic.replication.factor=%[2]d
+share.coordinator.state.topic.min.isr=%[3]d
 group.initial.rebalance.delay.ms=0
-`, k.Port, k.Port+1, k.dataDir(), cmp.Or(k.AdvertisedPort, k.Port))
-	if err := os.WriteFile(k.configFile(), []byte(cfg), 0o644); err != nil {
-		return fmt.Errorf("write broker config: %w", err)
-	}
-	log4j := "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = info\nrootLogger.appenderRef.stdout.ref = STDOUT\n"
-	return os.WriteFile(filepath.Join(k.StateDir, "log4j2.properties"), []byte(log4j), 0o644)
+`, filepath.Join(n.Dir, "data"), rf, minISR)
+	return b.String()
 }
 
-func (k *Kafka) javaArgs(class string, args ...string) []string {
-	base := []string{
-		fmt.Sprintf("-Xms%dm", k.HeapMB), fmt.Sprintf("-Xmx%dm", k.HeapMB),
+const kafkaLog4j = "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = info\nrootLogger.appenderRef.stdout.ref = STDOUT\n"
+
+// kafkaJava is the command line running class with the node's log config
+// and a heap of heapMB.
+func kafkaJava(c *Cluster, n *Node, heapMB int, class string, args ...string) []string {
+	base := []string{"java", fmt.Sprintf("-Xms%dm", heapMB), fmt.Sprintf("-Xmx%dm", heapMB),
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(k.StateDir, "log4j2.properties"),
-		"-cp", filepath.Join(k.LibDir(), "*"), class,
-	}
+		"-Dlog4j2.configurationFile=" + n.ConfigFile("log4j2.properties"),
+		"-cp", filepath.Join(KafkaLibDir(c.CacheDir), "*"), class}
 	return append(base, args...)
 }
 
-func (k *Kafka) format(ctx context.Context) error {
-	idOut, err := exec.CommandContext(ctx, "java", k.toolArgs("kafka.tools.StorageTool", "random-uuid")...).Output()
-	if err != nil {
-		return fmt.Errorf("generate Kafka cluster id: %w", err)
+// Command implements Kind: brokers get HeapMB, dedicated controllers 256 MB.
+func (Kafka) Command(c *Cluster, n *Node) []string {
+	heap := c.HeapMB
+	if !n.HasRole("broker") {
+		heap = 256
 	}
-	id := strings.TrimSpace(lastLines(string(idOut), 1))
-	out, err := exec.CommandContext(ctx, "java", k.toolArgs("kafka.tools.StorageTool", "format", "-t", id, "-c", k.configFile())...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("format Kafka storage in %s: %w\n%s", k.dataDir(), err, lastLines(string(out), 10))
-	}
-	return nil
+	return kafkaJava(c, n, heap, "kafka.Kafka", n.ConfigFile("server.properties"))
 }
 
-// toolArgs runs a Kafka tool class with a small heap.
-func (k *Kafka) toolArgs(class string, args ...string) []string {
-	return append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(k.StateDir, "log4j2.properties"),
-		"-cp", filepath.Join(k.LibDir(), "*"), class}, args...)
-}
-
-// start launches the broker in its own session, so that it outlives the
-// command that started it and ignores the terminal's Ctrl-C.
-func (k *Kafka) start() (int, error) {
-	logf, err := os.OpenFile(k.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, fmt.Errorf("open broker log: %w", err)
-	}
-	defer logf.Close()
-	cmd := exec.Command("java", k.javaArgs("kafka.Kafka", k.configFile())...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start Kafka: %w", err)
-	}
-	pid := cmd.Process.Pid
-	// Reap the process if it exits while this process still runs, so that it
-	// does not linger as a zombie.
-	go func() { _ = cmd.Wait() }()
-	if err := os.WriteFile(k.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return pid, fmt.Errorf("write PID file: %w", err)
-	}
-	return pid, nil
-}
-
-// waitReady polls until the broker answers a Kafka request.
-func (k *Kafka) waitReady(ctx context.Context, pid int, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Address()))
+// Ready implements Kind: every broker is registered, and the consumer
+// offsets topic (created on demand here) has every replica in sync.
+func (Kafka) Ready(ctx context.Context, c *Cluster) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	for {
-		if !alive(pid, k.marker()) {
-			return fmt.Errorf("Kafka exited during start-up; last lines of %s:\n%s", k.logFile(), tail(k.logFile(), 15))
-		}
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		err := cl.Ping(pctx)
-		pcancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("Kafka did not accept requests on %s within %s (last error: %v); see %s", k.Address(), limit, err, k.logFile())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// Down stops the broker by its PID (SIGTERM, then SIGKILL after 30 s). It is
-// a no-op if the broker is not running.
-func (k *Kafka) Down() error {
-	pid, err := readPID(k.pidFile())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	adm := kadm.NewClient(cl)
+	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return err
 	}
-	if err := stopPID(pid, k.marker(), 30*time.Second); err != nil {
+	if len(md.Brokers) != c.Brokers {
+		return fmt.Errorf("%d of %d brokers registered", len(md.Brokers), c.Brokers)
+	}
+	if c.Brokers == 1 {
+		return nil
+	}
+	// Finding a group's coordinator makes the cluster create the offsets
+	// topic, which the first run would otherwise wait for.
+	if err := adm.FindGroupCoordinators(ctx, "brokerbench-ready").Error(); err != nil {
 		return err
 	}
-	k.logf("stopped Kafka (pid %d)", pid)
-	return os.Remove(k.pidFile())
-}
-
-// Pause stops the broker process with SIGSTOP, for stall tests; Resume
-// continues it.
-func (k *Kafka) Pause() error { return k.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused broker.
-func (k *Kafka) Resume() error { return k.signal(syscall.SIGCONT) }
-
-func (k *Kafka) signal(sig syscall.Signal) error {
-	st := k.Status()
-	if !st.Running {
-		return fmt.Errorf("Kafka on %s is not running", k.Address())
+	topics, err := adm.ListTopicsWithInternal(ctx, "__consumer_offsets")
+	if err != nil {
+		return err
 	}
-	return syscall.Kill(st.PID, sig)
+	td, ok := topics["__consumer_offsets"]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 {
+		return errors.New("the consumer offsets topic is not there yet")
+	}
+	for _, p := range td.Partitions {
+		if len(p.ISR) < len(p.Replicas) || p.Leader < 0 {
+			return fmt.Errorf("consumer offsets partition %d: %d of %d replicas in sync", p.Partition, len(p.ISR), len(p.Replicas))
+		}
+	}
+	return nil
 }
 
 func lastLines(s string, n int) string {

@@ -14,26 +14,40 @@ import (
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
-// Broker is a running test broker.
+// Broker is a running test broker or cluster.
 type Broker struct {
-	// Addr is the bootstrap address.
-	Addr  string
-	kafka *local.Kafka
-	dir   string
+	// Addr is the bootstrap address (the first broker's).
+	Addr string
+	// Cluster is the local cluster, for tests that act on its nodes.
+	Cluster *local.Cluster
+	dir     string
 }
 
-// Start starts a broker on port. advertisedPort, if not zero, is the port
-// the broker tells clients to use instead (a proxy in front of it).
+// Start starts a single broker on port. advertisedPort, if not zero, is
+// the port the broker tells clients to use instead (a proxy in front of
+// it).
 func Start(port, advertisedPort int) (*Broker, error) {
+	return StartCluster(port, 1, func(c *local.Cluster) { c.AdvertisedPort = advertisedPort })
+}
+
+// StartCluster starts a local Kafka cluster of brokers nodes, their client
+// listeners on port, with small heaps; configure, if not nil, adjusts it
+// before it starts.
+func StartCluster(port, brokers int, configure func(*local.Cluster)) (*Broker, error) {
 	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-kafka-%d-", port))
 	if err != nil {
 		return nil, err
 	}
-	k := local.NewKafka(port)
+	k := local.NewKafka(port, brokers)
 	k.StateDir = dir
 	k.HeapMB = 512
-	k.AdvertisedPort = advertisedPort
+	if brokers > 1 {
+		k.HeapMB = 384
+	}
 	k.Log = os.Stderr
+	if configure != nil {
+		configure(k)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st, err := k.Up(ctx)
@@ -42,22 +56,22 @@ func Start(port, advertisedPort int) (*Broker, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("integration tests need a local Kafka broker (Java 17+ and Maven): %w", err)
 	}
-	return &Broker{Addr: st.Address, kafka: k, dir: dir}, nil
+	return &Broker{Addr: st.Address(), Cluster: k, dir: dir}, nil
 }
 
-// Stop stops the broker by its PID and removes its data.
+// Stop stops every node by its PID and removes the data.
 func (b *Broker) Stop() {
-	if err := b.kafka.Down(); err != nil {
+	if err := b.Cluster.Down(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop test broker:", err)
 	}
 	_ = os.RemoveAll(b.dir)
 }
 
-// Pause freezes the broker process (SIGSTOP); Resume continues it.
-func (b *Broker) Pause() error { return b.kafka.Pause() }
+// Pause freezes the first broker's process (SIGSTOP); Resume continues it.
+func (b *Broker) Pause() error { return b.Cluster.Nodes()[0].Pause() }
 
-// Resume continues a paused broker (SIGCONT).
-func (b *Broker) Resume() error { return b.kafka.Resume() }
+// Resume continues a paused first broker (SIGCONT).
+func (b *Broker) Resume() error { return b.Cluster.Nodes()[0].Resume() }
 
 // Main is a TestMain body: it starts a broker on port, runs the tests and
 // stops it. It exits the test binary if the broker cannot be started,

@@ -1,0 +1,402 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is what differs between broker kinds: how a release is installed,
+// how a cluster's nodes are laid out and configured, how a node's process
+// is started, and when the cluster is ready. Everything else (addresses,
+// ports, processes, state, faults) is the Cluster's, the same for every
+// kind and size.
+type Kind interface {
+	// Name is the kind's name, as on the command line ("kafka").
+	Name() string
+	// Version is the release installed and run.
+	Version() string
+	// Install fetches the release into cacheDir, unless already there.
+	Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error
+	// Layout plans the nodes of c: ids, roles, hosts and the listeners
+	// each needs (the cluster allocates their ports). The client listener
+	// is named "client".
+	Layout(c *Cluster) []*Node
+	// Configure writes every node's config and prepares its storage;
+	// fresh is true when the nodes' directories are new.
+	Configure(ctx context.Context, c *Cluster, fresh bool) error
+	// Command is the node's process command line; it must contain the
+	// node's directory (Node.marker).
+	Command(c *Cluster, n *Node) []string
+	// Ready returns nil once the cluster serves clients with every node
+	// in place.
+	Ready(ctx context.Context, c *Cluster) error
+}
+
+// Cluster is a broker cluster on this machine: one process per node, each
+// node on its own loopback address, its state in StateDir. Brokers and
+// Controllers size it; the layout, recorded in StateDir, is kept across
+// restarts while the size does not change.
+type Cluster struct {
+	Kind Kind
+	// CacheDir holds installed releases, shared by every cluster.
+	CacheDir string
+	// StateDir holds the cluster's record and one directory per node.
+	StateDir string
+	// Port is the client port every broker listens on, each on its own
+	// address.
+	Port int
+	// Brokers is the number of broker nodes; Controllers the number of
+	// dedicated controller nodes, for kinds that have them (0: brokers
+	// double as controllers).
+	Brokers, Controllers int
+	// HeapMB is each broker node's memory, for kinds that set one.
+	HeapMB int
+	// AdvertisedPort, if not zero, is the client port a single-node
+	// cluster tells clients to connect to instead of Port: a proxy in
+	// front of it.
+	AdvertisedPort int
+	// Log receives progress messages; nil discards them.
+	Log io.Writer
+
+	// ID is the cluster's identity, kept in its record.
+	ID    string
+	nodes []*Node // from the record or the layout
+}
+
+// record is the cluster's state file.
+type record struct {
+	Kind        string  `json:"kind"`
+	Version     string  `json:"version"`
+	ID          string  `json:"id"`
+	Brokers     int     `json:"brokers"`
+	Controllers int     `json:"controllers"`
+	Nodes       []*Node `json:"nodes"`
+}
+
+func (c *Cluster) recordFile() string { return filepath.Join(c.StateDir, "cluster.json") }
+
+func (c *Cluster) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// load reads the cluster's record; ok is false without one.
+func (c *Cluster) load() (record, bool) {
+	var r record
+	data, err := os.ReadFile(c.recordFile())
+	if err != nil || json.Unmarshal(data, &r) != nil || r.Kind != c.Kind.Name() {
+		return record{}, false
+	}
+	return r, true
+}
+
+func (c *Cluster) save() error {
+	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.Kind.Version(), ID: c.ID,
+		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.recordFile(), append(data, '\n'), 0o644)
+}
+
+// Nodes returns the cluster's nodes: those recorded, else those planned.
+func (c *Cluster) Nodes() []*Node {
+	if c.nodes == nil {
+		if r, ok := c.load(); ok {
+			c.nodes, c.ID = r.Nodes, r.ID
+		}
+	}
+	return c.nodes
+}
+
+// Node returns the node with id, or nil.
+func (c *Cluster) Node(id int) *Node {
+	for _, n := range c.Nodes() {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// Bootstrap returns the client addresses of the broker nodes.
+func (c *Cluster) Bootstrap() []string {
+	var addrs []string
+	for _, n := range c.Nodes() {
+		if _, ok := n.Ports["client"]; ok {
+			addrs = append(addrs, n.Addr("client"))
+		}
+	}
+	return addrs
+}
+
+// NodeStatus is one node's state.
+type NodeStatus struct {
+	ID      int            `json:"id"`
+	Roles   []string       `json:"roles"`
+	Host    string         `json:"host"`
+	Ports   map[string]int `json:"ports"`
+	Running bool           `json:"running"`
+	PID     int            `json:"pid,omitempty"`
+	LogFile string         `json:"logFile"`
+}
+
+// Status describes a local cluster.
+type Status struct {
+	Kind    string `json:"kind"`
+	Version string `json:"version"`
+	// Running is true when every node runs.
+	Running bool `json:"running"`
+	// Bootstrap lists the brokers' client addresses.
+	Bootstrap []string     `json:"bootstrap"`
+	Nodes     []NodeStatus `json:"nodes"`
+	StateDir  string       `json:"stateDir"`
+}
+
+// Address is the first broker's client address.
+func (s Status) Address() string {
+	if len(s.Bootstrap) == 0 {
+		return ""
+	}
+	return s.Bootstrap[0]
+}
+
+// Status reports the cluster's nodes and whether each runs.
+func (c *Cluster) Status() Status {
+	st := Status{Kind: c.Kind.Name(), Version: c.Kind.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
+	st.Running = len(c.Nodes()) > 0
+	for _, n := range c.Nodes() {
+		pid, running := n.PID()
+		ns := NodeStatus{ID: n.ID, Roles: n.Roles, Host: n.Host, Ports: n.Ports, Running: running, LogFile: n.LogFile()}
+		if running {
+			ns.PID = pid
+		}
+		st.Running = st.Running && running
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st
+}
+
+// Up installs the kind's release if needed and starts the cluster, or
+// reuses it if it already runs with the same size. Nodes left running by a
+// cluster that was not stopped (a killed brokerbench, a different size) are
+// stopped first, and said so. It waits until the kind says the cluster is
+// ready.
+func (c *Cluster) Up(ctx context.Context) (Status, error) {
+	prev, had := c.load()
+	if had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers {
+		c.nodes, c.ID = prev.Nodes, prev.ID
+		if st := c.Status(); st.Running {
+			return st, c.waitReady(ctx, 60*time.Second)
+		}
+	}
+	if had {
+		if err := c.stopLeftovers(prev.Nodes); err != nil {
+			return Status{}, err
+		}
+	}
+	if err := c.Kind.Install(ctx, c.CacheDir, c.logf); err != nil {
+		return Status{}, err
+	}
+	fresh := !had || prev.Brokers != c.Brokers || prev.Controllers != c.Controllers
+	if err := c.plan(prev, fresh); err != nil {
+		return Status{}, err
+	}
+	if err := c.Kind.Configure(ctx, c, fresh); err != nil {
+		return Status{}, err
+	}
+	if err := c.save(); err != nil {
+		return Status{}, fmt.Errorf("record the cluster in %s: %w", c.StateDir, err)
+	}
+	for _, n := range c.nodes {
+		if err := c.startNode(n); err != nil {
+			_ = c.Down()
+			return Status{}, err
+		}
+	}
+	if err := c.waitReady(ctx, 120*time.Second); err != nil {
+		_ = c.Down()
+		return Status{}, err
+	}
+	st := c.Status()
+	c.logf("started %s %s: %d node(s), bootstrap %s (state %s)", c.Kind.Name(), c.Kind.Version(), len(c.nodes), strings.Join(st.Bootstrap, ","), c.StateDir)
+	return st, nil
+}
+
+// stopLeftovers stops the running nodes of a previous layout.
+func (c *Cluster) stopLeftovers(nodes []*Node) error {
+	var running []*Node
+	for _, n := range nodes {
+		if pid, ok := n.PID(); ok {
+			c.logf("stopping node %d (pid %d) left running by an earlier cluster in %s", n.ID, pid, c.StateDir)
+			running = append(running, n)
+		}
+	}
+	return stopAll(running)
+}
+
+// plan lays the cluster out: node directories (emptied when fresh), and a
+// port for each listener, the client port preferred and every other chosen
+// free by the system. The client port of a node that is taken by another
+// process is an error: brokers must be reachable where the user expects.
+func (c *Cluster) plan(prev record, fresh bool) error {
+	c.ID = prev.ID
+	if fresh || c.ID == "" {
+		c.ID = newClusterID()
+	}
+	c.nodes = c.Kind.Layout(c)
+	taken := map[string]map[int]bool{}
+	for _, n := range c.nodes {
+		if fresh {
+			if err := os.RemoveAll(n.Dir); err != nil {
+				return fmt.Errorf("clear %s: %w", n.Dir, err)
+			}
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", n.Dir, err)
+		}
+		if taken[n.Host] == nil {
+			taken[n.Host] = map[int]bool{}
+		}
+		for _, name := range sortedKeys(n.Ports) {
+			preferred := 0
+			if name == "client" {
+				preferred = c.Port
+				if !portFree(n.Host, preferred) {
+					return fmt.Errorf("port %d on %s: %w", preferred, n.Host, ErrPortInUse)
+				}
+			}
+			port, err := allocatePort(n.Host, preferred, taken[n.Host])
+			if err != nil {
+				return err
+			}
+			n.Ports[name] = port
+			taken[n.Host][port] = true
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startNode(n *Node) error {
+	pid, err := n.start(c.Kind.Command(c, n))
+	if err != nil {
+		return err
+	}
+	c.logf("started node %d (%s) on %s (pid %d, log %s)", n.ID, strings.Join(n.Roles, "+"), n.Host, pid, n.LogFile())
+	return nil
+}
+
+// waitReady waits until the kind says the cluster is ready, failing early
+// if a node exits.
+func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var last error
+	for {
+		for _, n := range c.nodes {
+			if _, ok := n.PID(); !ok {
+				return fmt.Errorf("%s node %d exited during start-up; last lines of %s:\n%s", c.Kind.Name(), n.ID, n.LogFile(), tail(n.LogFile(), 15))
+			}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		last = c.Kind.Ready(rctx, c)
+		rcancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s cluster in %s not ready within %s: %v", c.Kind.Name(), c.StateDir, limit, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Restart starts a stopped or killed node again with its layout and data.
+func (c *Cluster) Restart(ctx context.Context, id int) error {
+	n := c.Node(id)
+	if n == nil {
+		return fmt.Errorf("no node %d in %s", id, c.StateDir)
+	}
+	if _, ok := n.PID(); ok {
+		return fmt.Errorf("node %d is running", id)
+	}
+	return c.startNode(n)
+}
+
+// Down stops every node by its PID, all at once (SIGTERM, then SIGKILL
+// after 30 s). Nodes that are not running are skipped.
+func (c *Cluster) Down() error {
+	var running []*Node
+	for _, n := range c.Nodes() {
+		if pid, ok := n.PID(); ok {
+			c.logf("stopping %s node %d (pid %d)", c.Kind.Name(), n.ID, pid)
+			running = append(running, n)
+		} else {
+			_ = os.Remove(n.pidFile())
+		}
+	}
+	return stopAll(running)
+}
+
+// stopAll stops nodes in parallel: a quorum member waits for the others,
+// so stopping them one by one takes longest.
+func stopAll(nodes []*Node) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A paused node ignores SIGTERM until continued.
+			_ = n.Resume()
+			errs[i] = n.Stop(30 * time.Second)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loopbackHost returns the loopback address of a cluster's node: a
+// single node keeps 127.0.0.1; in a cluster, broker i is 127.0.1.i and
+// dedicated controller j is 127.0.2.j.
+func loopbackHost(single bool, controllerOnly bool, index int) string {
+	switch {
+	case single:
+		return "127.0.0.1"
+	case controllerOnly:
+		return net.IPv4(127, 0, 2, byte(index)).String()
+	default:
+		return net.IPv4(127, 0, 1, byte(index)).String()
+	}
+}
+
+// newClusterID returns a random 16-byte id in URL-safe base64, the form
+// Kafka's cluster ids take.
+func newClusterID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
