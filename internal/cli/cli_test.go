@@ -26,7 +26,14 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(subprocessArgs); args != "" {
 		os.Exit(Execute(context.Background(), strings.Split(args, "\n"), IO{Out: os.Stdout, Err: os.Stderr}))
 	}
-	lazyBroker.Main(m)
+	// Runs made by the tests record their topics in a registry of their
+	// own, not the user's.
+	dir, err := os.MkdirTemp("", "brokerbench-test-registry-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(registryEnv, dir)
+	lazyBroker.Main(m, func() { os.RemoveAll(dir) })
 }
 
 func execute(args ...string) (code int, stdout, stderr string) {

@@ -70,6 +70,18 @@ func (f *localFlags) portAdvice(err error) string {
 	return fmt.Sprintf(": stop that process, or choose another port with --%s", f.portFlag)
 }
 
+// downFlags are the flags 'local down kafka' needs to find the cluster.
+func (f *localFlags) downFlags() string {
+	s := ""
+	if f.port != 9092 {
+		s += fmt.Sprintf(" --port %d", f.port)
+	}
+	if f.stateDir != "" {
+		s += " --state-dir " + f.stateDir
+	}
+	return s
+}
+
 // kafka returns the local Kafka cluster the flags describe.
 func (f *localFlags) kafka(io IO) *local.Cluster {
 	c := local.NewKafka(f.port, f.brokers)

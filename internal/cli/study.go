@@ -98,7 +98,8 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		chat.Err = goio.Discard
 	}
 	tgt := newTarget(chat, f.broker, f.local)
-	brokers := 1
+	// A local target builds clusters of any size up to maxLocalBrokers.
+	brokers := maxLocalBrokers
 	switch {
 	case f.broker != "" && f.list:
 		// --list never contacts a broker: every setup is listed as if the
@@ -133,14 +134,19 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cleaned := map[string]bool{} // targets whose leftovers were cleaned
 	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
+		tgt.wantBrokers(r.Setup.Brokers)
 		drv, env, err := tgt.connect(ctx, r.Driver)
 		if err != nil {
 			return nil, err
 		}
 		defer drv.Close()
 		target := targetKey(env, r.Driver.Source)
-		cleanLeftovers(ctx, io, drv, r.Driver.Name, target)
+		if !cleaned[target] {
+			cleanLeftovers(ctx, io, drv, r.Driver.Name, target)
+			cleaned[target] = true
+		}
 		head := &results.Run{Schema: results.Schema, ID: runner.NewID(), Workload: r.Workload, IntervalSeconds: time.Second.Seconds()}
 		describe(head, env, r.Driver, drv, r.Workload)
 		rec, err := startRecord(head, target, results.JournalPath(path), false)
@@ -168,6 +174,9 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	start := time.Now()
 	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
 	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
+	if rerr := tgt.release(); rerr != nil {
+		fmt.Fprintf(io.Err, "warning: %v\n", rerr)
+	}
 	if idx == nil {
 		return dir, withCode(ExitRunFailed, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/sysmetrics"
@@ -15,15 +16,18 @@ import (
 )
 
 // target is where runs go: the broker addresses given with --broker, the
-// driver config's own bootstrap servers, or else the local Kafka broker,
-// started on first use and left running.
+// driver config's own bootstrap servers, or else a local Kafka cluster,
+// started on first use with the size asked for, and replaced when another
+// size is asked for.
 type target struct {
-	io           IO
-	endpoints    []string
-	local        localFlags
-	localAddr    string
-	localPID     int
-	localVersion string
+	io        IO
+	endpoints []string
+	local     localFlags
+	// cluster is the local cluster in use; started says this process
+	// started it.
+	cluster *local.Cluster
+	started bool
+	status  local.Status
 }
 
 func newTarget(io IO, broker string, local localFlags) *target {
@@ -36,21 +40,56 @@ func newTarget(io IO, broker string, local localFlags) *target {
 	return t
 }
 
+// wantBrokers sets the number of brokers of the local cluster the next
+// runs go to.
+func (t *target) wantBrokers(n int) { t.local.brokers = max(1, n) }
+
 // endpointsFor returns the endpoints a driver for dc should use; nil lets
-// the driver use its config's own.
+// the driver use its config's own. On the local target it starts the
+// local cluster, or replaces the running one if its size differs.
 func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([]string, error) {
 	if !t.usesLocal(dc) {
 		return t.endpoints, nil
 	}
-	if t.localAddr == "" {
-		st, err := t.local.kafka(t.io).Up(ctx)
-		if err != nil {
-			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka broker: %w%s", err, t.local.portAdvice(err)))
+	if t.cluster == nil || t.cluster.Brokers != t.local.brokers {
+		if err := t.release(); err != nil {
+			return nil, withCode(ExitRunFailed, err)
 		}
-		fmt.Fprintf(t.io.Err, "using local Kafka %s on %s (pid %d; stop it with 'brokerbench local down kafka')\n", st.Version, st.Address(), st.Nodes[0].PID)
-		t.localAddr, t.localPID, t.localVersion = st.Address(), st.Nodes[0].PID, st.Version
+		c := t.local.kafka(t.io)
+		before := c.Status()
+		running := before.Running && len(before.Nodes) == c.Brokers+c.Controllers
+		st, err := c.Up(ctx)
+		if err != nil {
+			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka cluster: %w%s", err, t.local.portAdvice(err)))
+		}
+		t.cluster, t.status, t.started = c, st, !running
+		fmt.Fprintf(t.io.Err, "using local Kafka %s: %s (stop it with 'brokerbench local down kafka%s')\n",
+			st.Version, t.describeLocal(), t.local.downFlags())
 	}
-	return []string{t.localAddr}, nil
+	return t.status.Bootstrap, nil
+}
+
+// describeLocal says what the local cluster is and that it shares the
+// machine.
+func (t *target) describeLocal() string {
+	n := t.cluster.Brokers
+	if n == 1 {
+		return fmt.Sprintf("one broker on %s, sharing this machine's cores and disk with the load generator", t.status.Address())
+	}
+	return fmt.Sprintf("%d brokers on %s, sharing this machine's cores and disk with each other and with the load generator",
+		n, strings.Join(t.status.Bootstrap, ","))
+}
+
+// release stops the local cluster if this process started it.
+func (t *target) release() error {
+	if t.cluster == nil || !t.started {
+		t.cluster = nil
+		return nil
+	}
+	fmt.Fprintf(t.io.Err, "stopping the local %d-broker Kafka cluster started for these runs\n", t.cluster.Brokers)
+	err := t.cluster.Down()
+	t.cluster = nil
+	return err
 }
 
 // usesLocal reports whether a driver for dc runs against the local broker:
@@ -105,20 +144,22 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		}
 		return nil, env, withCode(ExitRunFailed, err)
 	}
-	if t.usesLocal(dc) && t.localVersion != "" {
+	if t.usesLocal(dc) && t.cluster != nil {
 		// The driver can only guess a version from the protocol (4.3 for
 		// 4.3.1); the local broker's is known exactly.
-		env.BrokerVersion = "Apache Kafka " + t.localVersion
+		env.BrokerVersion = "Apache Kafka " + t.status.Version
+		env.LocalCluster = t.describeLocal()
 	}
 	env.BrokerEndpoint = strings.Join(endpoints, ",")
 	return drv, env, nil
 }
 
-// brokers is the size of the target cluster: 1 for the local broker, else
-// what the driver for dc reads from the cluster (1 if it cannot tell).
+// brokers is the size of the target cluster: for the local target, the
+// most brokers a local cluster may have; else what the driver for dc reads
+// from the cluster (1 if it cannot tell).
 func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, error) {
 	if t.usesLocal(dc) {
-		return 1, nil
+		return maxLocalBrokers, nil
 	}
 	drv, _, err := t.connect(ctx, dc)
 	if err != nil {
@@ -132,10 +173,14 @@ func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 	return cs.Brokers(ctx)
 }
 
-// systemSampler samples this machine, and the broker process when it is
-// the local broker brokerbench manages.
+// systemSampler samples this machine, and the first broker's process when
+// the target is a local cluster.
 func (t *target) systemSampler() func() *results.System {
-	return sysmetrics.New(t.localPID).Sample
+	pid := 0
+	if t.cluster != nil && len(t.status.Nodes) > 0 {
+		pid = t.status.Nodes[0].PID
+	}
+	return sysmetrics.New(pid).Sample
 }
 
 // describe records where and how res was measured.

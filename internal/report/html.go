@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +97,9 @@ type page struct {
 	FilesDir  string
 	Runs      int
 	MemoryGiB string
+	// LocalClusters are the distinct local clusters the runs went to, in
+	// words that say they shared the machine.
+	LocalClusters []string
 }
 
 type pageTable struct {
@@ -149,6 +153,13 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
 		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
 	pg.MemoryGiB = formatNum(float64(pg.Env.MemoryBytes)/(1<<30), 1)
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			if lc := r.Environment.LocalCluster; lc != "" && !slices.Contains(pg.LocalClusters, lc) {
+				pg.LocalClusters = append(pg.LocalClusters, lc)
+			}
+		}
+	}
 	tables := []pageTable{{summary, "summary"}, {in.AccountingTable(), "accounting"}}
 	if bt := in.BacklogTable(); bt != nil {
 		tables = append(tables, pageTable{bt, "backlog"})

@@ -73,6 +73,10 @@ type Environment struct {
 	MemoryBytes        int64  `json:"memoryBytes"`
 	BrokerVersion      string `json:"brokerVersion"`
 	BrokerEndpoint     string `json:"brokerEndpoint,omitempty"`
+	// LocalCluster describes the cluster brokerbench ran on this machine
+	// for the run, and that its nodes shared this machine; empty for a
+	// cluster given by address.
+	LocalCluster string `json:"localCluster,omitempty"`
 }
 
 // Driver records the driver and its effective settings (secrets redacted).

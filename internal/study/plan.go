@@ -50,9 +50,10 @@ type Run struct {
 
 // Target says what the runs go to.
 type Target struct {
-	// Brokers is the number of brokers of the cluster the runs go to: 1
-	// for the local broker, the cluster's count for one given by address.
-	// Setups with more brokers than that are skipped.
+	// Brokers is the number of brokers of the cluster the runs go to: for
+	// a local target, the most brokers a local cluster may have (each
+	// setup gets a cluster of its size); for a cluster given by address,
+	// its count. Setups with more brokers than that are skipped.
 	Brokers int
 }
 
@@ -132,14 +133,14 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 		return Run{}, fmt.Errorf("%s: setup %s %v: %w", s.Source, setup.Name, params, err)
 	}
 	r := Run{Workload: &w, Driver: &dc, Setup: setup, Params: params, Iteration: it}
-	// This build starts single local brokers and runs against clusters
-	// given by address; setups that need brokerbench to build a cluster,
-	// shape the network or inject faults wait for those capabilities.
+	// Local targets are clusters brokerbench starts at each setup's size;
+	// a cluster given by address has the size it has. Setups that shape
+	// the network or inject faults wait for those capabilities.
 	switch {
 	case setup.Needs == "cluster" && target.Brokers >= setup.Brokers:
-		// The cluster given has the brokers the setup needs.
+		// The target has, or can start, the brokers the setup needs.
 	case setup.Needs == "cluster":
-		r.Skip = fmt.Sprintf("setup %q needs %d brokers and the target has %d: it waits for the cluster capability (brokerbench starting clusters), or give a cluster of that size with --broker",
+		r.Skip = fmt.Sprintf("setup %q needs %d brokers and the target has %d: give a cluster of that size with --broker, or leave --broker out and brokerbench starts a local one",
 			setup.Name, setup.Brokers, target.Brokers)
 	case setup.Needs != "":
 		r.Skip = fmt.Sprintf("setup %q needs the %s capability, which brokerbench does not have yet", setup.Name, setup.Needs)

@@ -111,12 +111,15 @@ func (l *Lazy) Get(t testing.TB) *Broker {
 	return l.b
 }
 
-// Main is a TestMain body: it runs the tests and stops the broker if one
-// was started.
-func (l *Lazy) Main(m *testing.M) {
+// Main is a TestMain body: it runs the tests, stops the broker if one was
+// started, and runs the cleanups.
+func (l *Lazy) Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	if l.b != nil {
 		l.b.Stop()
+	}
+	for _, c := range cleanups {
+		c()
 	}
 	os.Exit(code)
 }
