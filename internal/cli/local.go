@@ -43,6 +43,12 @@ func (f *localFlags) registerTarget(cmd *cobra.Command) {
 	f.brokers = 1
 }
 
+// registerLocalBrokers adds --local-brokers to run: the size of the local
+// cluster (studies take it from each setup).
+func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.brokers, "local-brokers", 1, fmt.Sprintf("brokers of the local Kafka cluster used when no broker address is given (1 to %d; a running cluster of another size is replaced)", maxLocalBrokers))
+}
+
 // validate checks the local broker flags.
 func (f *localFlags) validate() error {
 	var errs []error

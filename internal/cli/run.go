@@ -115,6 +115,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.progress, "progress", true, "print a progress line per interval (as 'study --progress')")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
 	f.local.registerTarget(cmd)
+	f.local.registerLocalBrokers(cmd)
 	return cmd
 }
 
@@ -194,7 +195,15 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		return err
 	}
 
+	schedule, err := tgt.faultsFor(w, drv)
+	if err != nil {
+		return err
+	}
+	if len(schedule) > 0 {
+		defer tgt.heal(context.WithoutCancel(sig.stop))
+	}
 	cfg := runner.Config{
+		Faults:   schedule,
 		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, BacklogTimeout: f.backlogLimit,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
 		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,

@@ -111,7 +111,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 			return "", err
 		}
 	}
-	runs, err := study.Plan(s, scale, study.Target{Brokers: brokers})
+	runs, err := study.Plan(s, scale, study.Target{Brokers: brokers, Local: f.broker == ""})
 	if err != nil {
 		return "", err
 	}
@@ -159,7 +159,14 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 				fmt.Fprintf(io.Err, "warning: %v\n", err)
 			}
 		}()
-		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec}
+		schedule, err := tgt.faultsFor(r.Workload, drv)
+		if err != nil {
+			return nil, err
+		}
+		if len(schedule) > 0 {
+			defer tgt.heal(context.WithoutCancel(ctx))
+		}
+		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec, Faults: schedule}
 		if f.progress && !f.quiet {
 			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
@@ -78,6 +79,35 @@ func (t *target) describeLocal() string {
 	}
 	return fmt.Sprintf("%d brokers on %s, sharing this machine's cores and disk with each other and with the load generator",
 		n, strings.Join(t.status.Bootstrap, ","))
+}
+
+// faultsFor returns w's fault schedule as faults on the local cluster,
+// which drv is connected to.
+func (t *target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Scheduled, error) {
+	if len(w.Faults) == 0 {
+		return nil, nil
+	}
+	if t.cluster == nil {
+		return nil, withCode(ExitInvalidInput, fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts, and this run goes to %s: leave out --broker",
+			w.Source, strings.Join(t.endpoints, ",")))
+	}
+	place, _ := drv.(driver.Placement)
+	sched, err := t.cluster.Faults(w.Faults, place, w.Seed)
+	if err != nil {
+		return nil, withCode(ExitInvalidInput, fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))
+	}
+	return sched, nil
+}
+
+// heal brings the local cluster back after a run with faults: killed nodes
+// restarted, paused ones resumed.
+func (t *target) heal(ctx context.Context) {
+	if t.cluster == nil {
+		return
+	}
+	if err := t.cluster.Heal(ctx); err != nil {
+		fmt.Fprintf(t.io.Err, "warning: the local cluster did not recover from the run's faults: %v; restart it with 'brokerbench local down kafka' and 'local up'\n", err)
+	}
 }
 
 // release stops the local cluster if this process started it.

@@ -167,6 +167,15 @@ type ClusterSizer interface {
 	Brokers(ctx context.Context) (int, error)
 }
 
+// Placement is implemented by drivers that can tell which node serves
+// what, for faults aimed by role: node ids as the cluster numbers them.
+type Placement interface {
+	// Leader returns the node leading a topic's partition.
+	Leader(ctx context.Context, topic string, partition int) (int, error)
+	// Controller returns the active controller node.
+	Controller(ctx context.Context) (int, error)
+}
+
 // Pauser is implemented by consumers that can stop receiving for a while,
 // for backlog tests. Messages already fetched when Pause is called may still
 // be delivered; after Resume, delivery continues where it stopped.

@@ -72,7 +72,13 @@ func shortenLabels(ss []series) {
 }
 
 // render draws the series as lines with points and returns the SVG.
-func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte, error) {
+// faultMark is a vertical marker at a fault's time on a time chart.
+type faultMark struct {
+	at    float64
+	label string
+}
+
+func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ...faultMark) ([]byte, error) {
 	shortenLabels(ss)
 	p := plot.New()
 	p.Title.Text = title
@@ -122,6 +128,23 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series) ([]byte,
 	}
 	if !logY {
 		p.Y.Min = 0 // rates and latencies from zero: no exaggerated differences
+	}
+	if len(marks) > 0 {
+		for _, m := range marks {
+			p.X.Min, p.X.Max = min(p.X.Min, m.at), max(p.X.Max, m.at)
+		}
+		for i, m := range marks {
+			line, err := plotter.NewLine(plotter.XYs{{X: m.at, Y: p.Y.Min}, {X: m.at, Y: p.Y.Max}})
+			if err != nil {
+				return nil, fmt.Errorf("chart %q: %w", title, err)
+			}
+			line.Color = color.RGBA{0x60, 0x60, 0x60, 0xff}
+			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			p.Add(line)
+			if i == 0 || m.label != marks[i-1].label {
+				entries = append(entries, legendEntry{"fault: " + m.label, line})
+			}
+		}
 	}
 	if logX && p.X.Max > 0 {
 		p.X.Max *= 1.6 // room for the last tick label
@@ -253,8 +276,21 @@ func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.In
 			ss = append(ss, s)
 		}
 	}
-	svg, err := render(title, "time since producing started (s)", yLabel, false, false, ss)
+	svg, err := render(title, "time since producing started (s)", yLabel, false, false, ss, in.faultMarks()...)
 	return Chart{Name: name, Title: title, SVG: svg}, err
+}
+
+// faultMarks are the fault events of every run, as chart markers.
+func (in *Input) faultMarks() []faultMark {
+	var marks []faultMark
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			for _, ev := range r.Faults {
+				marks = append(marks, faultMark{at: ev.AtSeconds, label: ev.Action})
+			}
+		}
+	}
+	return marks
 }
 
 // percentileChart charts a latency distribution per run from its encoded

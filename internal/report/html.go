@@ -60,6 +60,45 @@ func (in *Input) AccountingTable() *Table {
 	return t
 }
 
+// FaultTable has a row per fault event of every run, with what it cost
+// and the run's accounting; nil if no run had faults.
+func (in *Input) FaultTable() *Table {
+	t := &Table{Title: "Faults: what each cost",
+		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "Lost", "Duplicated", "Out of order"},
+		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "lost", "duplicated", "outOfOrder"}}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			for _, ev := range r.Faults {
+				target := ev.Target
+				if ev.Error != "" {
+					target = "FAILED: " + ev.Error
+				}
+				row := []string{runLabel(g, r), formatNum(ev.AtSeconds, 1), ev.Action, target, "–", "–", "–", "–"}
+				csvRow := []string{runLabel(g, r), csvNum(ev.AtSeconds), ev.Action, target, "", "", "", ""}
+				if rc := ev.Recovery; rc != nil {
+					row[4], row[5], row[7] = formatNum(rc.RateBefore, 0), formatNum(rc.LowestRate, 0), formatNum(rc.MaxPublishLatencyMs, 1)
+					csvRow[4], csvRow[5], csvRow[7] = csvNum(rc.RateBefore), csvNum(rc.LowestRate), csvNum(rc.MaxPublishLatencyMs)
+					row[6] = "NOT RECOVERED"
+					if rc.RecoverySeconds != nil {
+						row[6], csvRow[6] = formatNum(*rc.RecoverySeconds, 1), csvNum(*rc.RecoverySeconds)
+					}
+				}
+				c := r.Counts
+				for _, n := range []int64{c.Lost, c.Duplicated, c.OutOfOrder} {
+					row = append(row, formatNum(float64(n), 0))
+					csvRow = append(csvRow, strconv.FormatInt(n, 10))
+				}
+				t.Rows = append(t.Rows, row)
+				t.CSV = append(t.CSV, csvRow)
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
 // BacklogTable has a row per backlog-test run; nil if there is none.
 func (in *Input) BacklogTable() *Table {
 	t := &Table{Title: "Backlog tests",
@@ -163,6 +202,9 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	tables := []pageTable{{summary, "summary"}, {in.AccountingTable(), "accounting"}}
 	if bt := in.BacklogTable(); bt != nil {
 		tables = append(tables, pageTable{bt, "backlog"})
+	}
+	if ft := in.FaultTable(); ft != nil {
+		tables = append(tables, pageTable{ft, "faults"})
 	}
 	for _, t := range tables {
 		var md, csvBuf bytes.Buffer

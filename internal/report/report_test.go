@@ -267,3 +267,39 @@ func TestCompareGolden(t *testing.T) {
 		t.Error("comparing inputs without a shared configuration succeeded")
 	}
 }
+
+// TestFaultsInReport: a run's fault events become a table row each, with
+// the recovery and the accounting, and a marker on every time chart.
+func TestFaultsInReport(t *testing.T) {
+	r := fixtureRun("kill", 1024, 1, 1000, 5)
+	back := 3.0
+	r.Faults = []results.FaultEvent{
+		{AtSeconds: 4, Action: "kill leader", Target: "node 2 (127.0.1.2)", Recovery: &results.Recovery{RateBefore: 1000, LowestRate: 12, RecoverySeconds: &back, MaxPublishLatencyMs: 2500}},
+		{AtSeconds: 7, Action: "restart the node of 'kill leader'", Error: "no such node"},
+	}
+	r.Counts.Lost = 3
+	in := &Input{Title: "faults", Groups: []*Group{{Label: "kill", Runs: []*results.Run{r}}}}
+	ft := in.FaultTable()
+	if ft == nil || len(ft.Rows) != 2 {
+		t.Fatalf("fault table %+v: want two rows", ft)
+	}
+	want := []string{"kill", "4.0", "kill leader", "node 2 (127.0.1.2)", "1,000", "12", "3.0", "2,500.0", "3", "0", "0"}
+	if strings.Join(ft.Rows[0], "|") != strings.Join(want, "|") {
+		t.Errorf("row %q, want %q", ft.Rows[0], want)
+	}
+	if !strings.Contains(ft.Rows[1][3], "FAILED: no such node") || ft.Rows[1][6] != "–" {
+		t.Errorf("failed fault row %q", ft.Rows[1])
+	}
+	charts, err := in.Charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range charts {
+		if strings.Contains(c.Name, "rate") && !strings.Contains(string(c.SVG), "fault: kill leader") {
+			t.Errorf("chart %s has no fault marker", c.Name)
+		}
+	}
+	if (&Input{Groups: []*Group{{Label: "x", Runs: []*results.Run{fixtureRun("x", 1024, 1, 1000, 5)}}}}).FaultTable() != nil {
+		t.Error("a fault table for runs without faults")
+	}
+}

@@ -56,7 +56,41 @@ type Run struct {
 	// Histograms are the measurement phase's latency histograms, encoded in
 	// HdrHistogram's compressed V2 format (base64), values in microseconds.
 	Histograms Histograms `json:"histograms"`
-	Warnings   []string   `json:"warnings,omitempty"`
+	// Faults are the fault schedule's events, in the order they fired.
+	Faults   []FaultEvent `json:"faults,omitempty"`
+	Warnings []string     `json:"warnings,omitempty"`
+}
+
+// FaultEvent is one fault as it happened.
+type FaultEvent struct {
+	// AtSeconds is when it fired, on the intervals' time axis.
+	AtSeconds float64 `json:"at"`
+	// Action is the fault as scheduled ("kill leader"), Target what it
+	// acted on ("node 2, the leader of ... partition 0").
+	Action string `json:"action"`
+	Target string `json:"target,omitempty"`
+	// TookSeconds is how long the action took (a kill waits for the
+	// process to be gone).
+	TookSeconds float64 `json:"tookSeconds"`
+	// Error says why the action failed; empty if it succeeded.
+	Error    string    `json:"error,omitempty"`
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is what a fault cost, read from the intervals around it, to the
+// resolution of one interval.
+type Recovery struct {
+	// RateBefore is the mean publish rate of up to five measured intervals
+	// before the fault; LowestRate the lowest interval rate after it.
+	RateBefore float64 `json:"rateBefore"`
+	LowestRate float64 `json:"lowestRate"`
+	// RecoverySeconds runs from the fault to the end of the first interval
+	// after it whose publish rate is back above 90% of RateBefore; nil if
+	// it never came back within the run.
+	RecoverySeconds *float64 `json:"recoverySeconds"`
+	// MaxPublishLatencyMs is the largest publish latency from the fault
+	// until the recovery (or the end).
+	MaxPublishLatencyMs float64 `json:"maxPublishLatencyMs"`
 }
 
 // Environment records where and with what a run was made.

@@ -77,9 +77,14 @@ func PrintSummary(out io.Writer, r *Run) {
 	if len(c.FailedByKind) > 0 {
 		fmt.Fprintf(out, "   failures%s\n", FailureKinds(c))
 	}
+	for _, ev := range r.Faults {
+		fmt.Fprintf(out, "   %s\n", ev.Describe())
+	}
 	if t := r.Target; t != nil {
 		if t.Held {
 			fmt.Fprintf(out, "   target rate held: %.0f of %.0f msg/s\n", t.AchievedRate, t.Rate)
+		} else if len(r.Faults) > 0 {
+			fmt.Fprintf(out, "   target rate not held (with faults, a finding, not a failure): %s\n", t.Reason)
 		} else {
 			fmt.Fprintf(out, "   TARGET RATE NOT HELD: %s\n", t.Reason)
 		}
@@ -148,6 +153,27 @@ func (rp *Repeatability) Describe() string {
 		d += ": NOT REPEATABLE, the found rate failed when run again; treat it as an upper bound"
 	case rp.AboveHeld > 0:
 		d += ": the rate above also held at times; the limit lies near or above the found rate"
+	}
+	return d
+}
+
+// Describe states what a fault did and what it cost, in one line.
+func (ev FaultEvent) Describe() string {
+	d := fmt.Sprintf("fault at %.1f s: %s", ev.AtSeconds, ev.Action)
+	if ev.Target != "" {
+		d += ": " + ev.Target
+	}
+	if ev.Error != "" {
+		return d + ": FAILED: " + ev.Error
+	}
+	if r := ev.Recovery; r != nil {
+		d += fmt.Sprintf("; publish rate %.0f msg/s before, lowest %.0f after", r.RateBefore, r.LowestRate)
+		if r.RecoverySeconds != nil {
+			d += fmt.Sprintf(", back above 90%% %.1f s after the fault", *r.RecoverySeconds)
+		} else {
+			d += ", NOT back above 90% before the measurement ended"
+		}
+		d += fmt.Sprintf("; max publish latency %.1f ms", r.MaxPublishLatencyMs)
 	}
 	return d
 }

@@ -45,7 +45,9 @@ type Verdict struct {
 // interrupted run is partial whatever else holds; a run that acknowledged
 // nothing, or failed more than MaxFailedShare of its sends, failed; then
 // lost messages, a broker count that differs, a target missed because of
-// the load generator, a target missed.
+// the load generator, a target missed. A run with faults measures their
+// cost: failed sends and a missed target are findings, and only nothing
+// acknowledged, lost messages or a broker count that differs fail it.
 func Judge(r *Run) Verdict {
 	c := r.Counts
 	switch {
@@ -53,7 +55,7 @@ func Judge(r *Run) Verdict {
 		return Verdict{Interrupted, "run interrupted (" + r.PartialReason + "); partial results written"}
 	case c.Sent > 0 && c.Acked == 0:
 		return Verdict{Failed, fmt.Sprintf("no message was acknowledged: %d sent, %d failed%s", c.Sent, c.Failed, FailureKinds(c))}
-	case c.Sent > 0 && float64(c.Failed) > MaxFailedShare*float64(c.Sent):
+	case c.Sent > 0 && float64(c.Failed) > MaxFailedShare*float64(c.Sent) && len(r.Faults) == 0:
 		return Verdict{Failed, fmt.Sprintf("%d of %d sends failed (%.1f%%, more than the %.0f%% a valid run may have)%s",
 			c.Failed, c.Sent, 100*float64(c.Failed)/float64(c.Sent), 100*MaxFailedShare, FailureKinds(c))}
 	case c.Lost > 0:
@@ -62,6 +64,10 @@ func Judge(r *Run) Verdict {
 		return Verdict{AccountingMismatch, fmt.Sprintf("the broker stores %d messages but %d were acknowledged", *c.StoredByBroker, c.Acked)}
 	case r.MaxRate != nil && r.MaxRate.Rate == 0:
 		return Verdict{TargetNotHeld, "no rate of the search was sustained; see the steps in the results"}
+	case len(r.Faults) > 0:
+		// A run with faults measures what they cost: a missed rate and
+		// failed sends are its findings, not its failure.
+		return Verdict{OK, ""}
 	case r.Target != nil && !r.Target.Held && r.Target.LoadGeneratorBound:
 		return Verdict{LoadGeneratorBound, "the load generator was the bottleneck, not the broker: " + r.Target.Limit +
 			"; the figures describe this machine's limit (use fewer clients, more producers, or a second machine)"}

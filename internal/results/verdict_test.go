@@ -33,6 +33,10 @@ func TestJudge(t *testing.T) {
 		{"load generator", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, LoadGeneratorBound: true, Limit: "the load generator's CPU: saturated"}}, LoadGeneratorBound, "saturated"},
 		// Lost messages outrank the load generator's limit.
 		{"lost beats load generator", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 1}, Target: &Target{Held: false, LoadGeneratorBound: true}}, AccountingMismatch, "1 acknowledged"},
+		// With faults, failed sends and a missed target are findings.
+		{"faults: target missed", Run{Counts: Counts{Sent: 100, Acked: 80, Failed: 20}, Faults: []FaultEvent{{Action: "kill leader"}}, Target: &Target{Held: false, LoadGeneratorBound: true}}, OK, ""},
+		{"faults: lost", Run{Counts: Counts{Sent: 100, Acked: 100, Lost: 3}, Faults: []FaultEvent{{Action: "kill leader"}}}, AccountingMismatch, "3 acknowledged"},
+		{"faults: nothing acked", Run{Counts: Counts{Sent: 100, Failed: 100}, Faults: []FaultEvent{{Action: "kill leader"}}}, Failed, "no message"},
 		{"search found nothing", Run{Counts: Counts{Sent: 10, Acked: 10}, MaxRate: &MaxRateSearch{}}, TargetNotHeld, "no rate"},
 		// A failed run is reported as failed even if its target was missed.
 		{"failed beats target", Run{Counts: Counts{Sent: 10, Failed: 10}, Target: &Target{Held: false}}, Failed, "no message"},

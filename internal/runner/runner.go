@@ -19,6 +19,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/pacer"
 	"github.com/brokerbench/brokerbench/internal/payload"
@@ -79,6 +80,9 @@ type Config struct {
 	// ID is the run's id (default: NewID); topic and subscription names
 	// derive from it.
 	ID string
+	// Faults are actions on the system under test at offsets into the
+	// measurement phase; faults not yet fired when it ends do not fire.
+	Faults []faults.Scheduled
 	// Journal, if set, receives the run's progress as it happens: topics
 	// before they are created and once deleted, and every interval.
 	Journal Journal
@@ -137,6 +141,29 @@ type run struct {
 	sentAll bool
 	closers []func()
 	logf    func(string, ...any)
+	// schedule runs cfg.Faults once the measurement has begun.
+	schedule *faults.Schedule
+}
+
+// startFaults starts the fault schedule at the start of the measurement.
+func (r *run) startFaults(ctx context.Context, c *collector) {
+	if len(r.cfg.Faults) > 0 && r.schedule == nil {
+		r.logf("fault schedule: %d fault(s) from the start of the measurement", len(r.cfg.Faults))
+		r.schedule = faults.Start(ctx, r.cfg.Faults, r.topics, c.origin, c.measureFrom)
+	}
+}
+
+// stopFaults stops the fault schedule and records its events.
+func (r *run) stopFaults() {
+	if r.schedule == nil {
+		return
+	}
+	r.res.Faults = r.schedule.Stop()
+	for _, ev := range r.res.Faults {
+		if ev.Error != "" {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("fault %q at %.1f s failed: %s", ev.Action, ev.AtSeconds, ev.Error))
+		}
+	}
 }
 
 func newRun(cfg Config) *run {
@@ -450,6 +477,7 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	c.measureTo = c.lastAt
 	measureEnd := c.last
+	r.stopFaults()
 	stopProducers()
 	// A producer blocked in a send returns when the client takes the
 	// message, which can take as long as the broker's backlog: sample
@@ -530,6 +558,9 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 	end := warmupEnd + int64(w.Duration)
 	r.logf("producing: warmup %s, measurement %s", w.Warmup, w.Duration)
 	c.measureFrom, c.measuring = c.origin, w.Warmup == 0
+	if c.measuring {
+		r.startFaults(ctx, c)
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := c.origin
@@ -566,6 +597,7 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 			// began it, even if that sample came late, and its intervals
 			// count from there.
 			end, next = c.lastAt+int64(w.Duration), c.lastAt
+			r.startFaults(ctx, c)
 		}
 		if producersDone && !c.measuring {
 			c.measureWarmup()
@@ -645,6 +677,9 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
 	r.count()
+	for i := range r.res.Faults {
+		faults.Recover(&r.res.Faults[i], r.res.Intervals)
+	}
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
 		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
 	}

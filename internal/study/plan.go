@@ -55,6 +55,9 @@ type Target struct {
 	// setup gets a cluster of its size); for a cluster given by address,
 	// its count. Setups with more brokers than that are skipped.
 	Brokers int
+	// Local is true when the runs go to local clusters brokerbench
+	// starts: only those can take faults.
+	Local bool
 }
 
 // Plan expands s at scale into runs, in execution order: workload, setup,
@@ -137,6 +140,8 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	// a cluster given by address has the size it has. Setups that shape
 	// the network or inject faults wait for those capabilities.
 	switch {
+	case len(w.Faults) > 0 && !target.Local:
+		r.Skip = fmt.Sprintf("workload %q has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker", w.Name)
 	case setup.Needs == "cluster" && target.Brokers >= setup.Brokers:
 		// The target has, or can start, the brokers the setup needs.
 	case setup.Needs == "cluster":

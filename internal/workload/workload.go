@@ -69,6 +69,10 @@ type Workload struct {
 
 	Seed uint64 `json:"seed"`
 
+	// Faults is the fault schedule: actions on a local cluster's nodes at
+	// offsets into the measurement phase.
+	Faults []Fault `json:"faults,omitempty"`
+
 	// Notes say how the file was read where that is not obvious (an OMB
 	// convention mapped to brokerbench's meaning, the payload file found).
 	Notes []string `json:"notes,omitempty"`
@@ -213,6 +217,7 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 	fields["driver"] = func(d *decoder, key string, v *yaml.Node) {
 		w.Driver = d.driverConfig(v, false)
 	}
+	fields["faults"] = faultsField(&w.Faults)
 	d.mapping(root, "a brokerbench workload", fields)
 	if w.Name == "" {
 		d.fail(root, "name", "missing: every workload needs a name")
@@ -396,6 +401,7 @@ func (w *Workload) Validate() error {
 		bad(field, "%d payloads of %d bytes take %.1f MiB, above the %d MiB of payloads brokerbench keeps in memory: use at most %d payloads of this size",
 			w.PayloadPoolSize, w.MessageSize, float64(pool)/(1<<20), MaxPayloadMemory>>20, MaxPayloadMemory/int64(w.MessageSize))
 	}
+	errs = append(errs, w.validateFaults()...)
 	if w.ConsumerBacklogSizeGB > 0 && (w.Producers() == 0 || w.Consumers() == 0) {
 		bad("consumerBacklogSizeGB", "a backlog test needs producers and consumers")
 	}

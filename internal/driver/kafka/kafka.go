@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -37,6 +38,7 @@ var (
 	_ driver.Driver             = (*Driver)(nil)
 	_ driver.SubscriptionWaiter = (*Driver)(nil)
 	_ driver.StoredCounter      = (*Driver)(nil)
+	_ driver.Placement          = (*Driver)(nil)
 )
 
 // New validates dc and connects an admin client. Connection problems show up
@@ -143,6 +145,50 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 		return fmt.Errorf("delete topic %q: %w", name, err)
 	}
 	return nil
+}
+
+// Leader implements driver.Placement from the topic's metadata.
+func (d *Driver) Leader(ctx context.Context, topic string, partition int) (int, error) {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	md, err := d.admin.Metadata(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("read metadata of %q: %w", topic, err)
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Err != nil {
+		return 0, fmt.Errorf("topic %q not in the metadata: %v", topic, t.Err)
+	}
+	p, ok := t.Partitions[int32(partition)]
+	if !ok || p.Leader < 0 {
+		return 0, fmt.Errorf("topic %q partition %d has no leader", topic, partition)
+	}
+	return int(p.Leader), nil
+}
+
+// Controller implements driver.Placement: the leader of the KRaft
+// metadata quorum, from DescribeQuorum (which brokers forward to the
+// controllers). The metadata response's controller id is no use here:
+// KRaft clusters report a random broker in it.
+func (d *Driver) Controller(ctx context.Context) (int, error) {
+	ctx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, d.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("describe the metadata quorum: %w", err)
+	}
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 || resp.Topics[0].Partitions[0].LeaderID < 0 {
+		return 0, errors.New("the metadata quorum has no leader")
+	}
+	return int(resp.Topics[0].Partitions[0].LeaderID), nil
 }
 
 // Brokers implements driver.ClusterSizer from the cluster's metadata.

@@ -1,0 +1,164 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/faults"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Faults turns a workload's fault schedule into faults on c's nodes.
+// place finds the nodes aimed at by role (leader, controller); seed picks
+// random nodes, so a schedule picks the same nodes again. A kill or pause
+// with a duration becomes two faults: the action, and its undo on the same
+// node.
+func (c *Cluster) Faults(schedule []workload.Fault, place driver.Placement, seed uint64) ([]faults.Scheduled, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
+	var out []faults.Scheduled
+	for _, spec := range schedule {
+		if id := spec.NodeID(); id != 0 && c.Node(id) == nil {
+			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
+		}
+		if place == nil && (spec.Node == workload.NodeLeader || spec.Node == workload.NodeController) {
+			return nil, fmt.Errorf("fault %q: this driver cannot tell which node is the %s", spec, spec.Node)
+		}
+		f := &nodeFault{c: c, spec: spec, place: place, rng: rng, target: &resolved{}}
+		out = append(out, faults.Scheduled{At: spec.At, Fault: f})
+		if spec.For > 0 {
+			undo := &nodeFault{c: c, spec: spec, undo: true, target: f.target}
+			out = append(out, faults.Scheduled{At: spec.At + spec.For, Fault: undo})
+		}
+	}
+	return out, nil
+}
+
+// resolved is the node a fault acted on, shared with its undo.
+type resolved struct {
+	mu sync.Mutex
+	id int
+}
+
+// nodeFault is one action on a node of a local cluster.
+type nodeFault struct {
+	c      *Cluster
+	spec   workload.Fault
+	undo   bool // restart or resume the node the spec acted on
+	place  driver.Placement
+	rng    *rand.Rand
+	target *resolved
+}
+
+func (f *nodeFault) String() string {
+	if !f.undo {
+		return f.spec.Action + " " + nodeWords(f.spec.Node)
+	}
+	return map[string]string{workload.FaultKill: workload.FaultRestart, workload.FaultPause: workload.FaultResume}[f.spec.Action] +
+		" the node of '" + f.spec.Action + " " + nodeWords(f.spec.Node) + "'"
+}
+
+func nodeWords(n string) string {
+	if _, err := strconv.Atoi(n); err == nil {
+		return "node " + n
+	}
+	return n
+}
+
+// Apply implements faults.Fault.
+func (f *nodeFault) Apply(ctx context.Context, topics []string) (string, error) {
+	f.target.mu.Lock()
+	defer f.target.mu.Unlock()
+	if f.undo {
+		if f.target.id == 0 {
+			return "", errors.New("nothing to undo: the fault it undoes did not act")
+		}
+		return f.act(ctx, f.target.id, "")
+	}
+	id, why, err := f.resolve(ctx, topics)
+	if err != nil {
+		return "", err
+	}
+	target, err := f.act(ctx, id, why)
+	if err == nil {
+		f.target.id = id
+	}
+	return target, err
+}
+
+// resolve finds the node the fault aims at, and says why it is that one.
+func (f *nodeFault) resolve(ctx context.Context, topics []string) (int, string, error) {
+	switch f.spec.Node {
+	case workload.NodeLeader:
+		if len(topics) == 0 {
+			return 0, "", errors.New("the run has no topic to find a leader of")
+		}
+		id, err := f.place.Leader(ctx, topics[0], 0)
+		return id, fmt.Sprintf("the leader of %s partition 0", topics[0]), err
+	case workload.NodeController:
+		id, err := f.place.Controller(ctx)
+		return id, "the active controller", err
+	case workload.NodeRandom:
+		var brokers []int
+		for _, n := range f.c.Nodes() {
+			if n.HasRole("broker") {
+				brokers = append(brokers, n.ID)
+			}
+		}
+		return brokers[f.rng.IntN(len(brokers))], "chosen at random", nil
+	}
+	return f.spec.NodeID(), "", nil
+}
+
+// act applies the action (or its undo) to node id.
+func (f *nodeFault) act(ctx context.Context, id int, why string) (string, error) {
+	n := f.c.Node(id)
+	if n == nil {
+		return "", fmt.Errorf("the cluster has no node %d", id)
+	}
+	target := fmt.Sprintf("node %d (%s)", id, n.Host)
+	if why != "" {
+		target += ", " + why
+	}
+	action := f.spec.Action
+	if f.undo {
+		action = map[string]string{workload.FaultKill: workload.FaultRestart, workload.FaultPause: workload.FaultResume}[action]
+	}
+	var err error
+	switch action {
+	case workload.FaultKill:
+		err = n.Kill()
+	case workload.FaultPause:
+		err = n.Pause()
+	case workload.FaultResume:
+		err = n.Resume()
+	case workload.FaultRestart:
+		err = f.c.Restart(ctx, id)
+	default:
+		err = fmt.Errorf("unknown fault action %q", action)
+	}
+	return target, err
+}
+
+// Heal brings every node back after faults: paused nodes are resumed,
+// stopped ones restarted, and it waits until the cluster is ready.
+func (c *Cluster) Heal(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.Nodes() {
+		if _, ok := n.PID(); ok {
+			errs = append(errs, n.Resume())
+			continue
+		}
+		c.logf("restarting node %d after the run's faults", n.ID)
+		errs = append(errs, c.Restart(ctx, n.ID))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, 120*time.Second)
+}
