@@ -203,14 +203,20 @@ func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 	return cs.Brokers(ctx)
 }
 
-// systemSampler samples this machine, and the first broker's process when
-// the target is a local cluster.
+// systemSampler samples this machine, and every node's process when the
+// target is a local cluster. It reads the nodes' PIDs now: a node
+// restarted by a fault is sampled again under its new PID only by the
+// next run.
 func (t *target) systemSampler() func() *results.System {
-	pid := 0
-	if t.cluster != nil && len(t.status.Nodes) > 0 {
-		pid = t.status.Nodes[0].PID
+	var nodes []sysmetrics.Node
+	if t.cluster != nil {
+		for _, n := range t.cluster.Status().Nodes {
+			if n.Running {
+				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
+			}
+		}
 	}
-	return sysmetrics.New(pid).Sample
+	return sysmetrics.New(nodes).Sample
 }
 
 // describe records where and how res was measured.

@@ -206,6 +206,9 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	if ft := in.FaultTable(); ft != nil {
 		tables = append(tables, pageTable{ft, "faults"})
 	}
+	if pt := in.PublishedTable(); pt != nil {
+		tables = append(tables, pageTable{pt, "published"})
+	}
 	for _, t := range tables {
 		var md, csvBuf bytes.Buffer
 		if err := t.WriteMarkdown(&md); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Input is everything a report shows: runs grouped into configurations
@@ -26,6 +27,8 @@ type Input struct {
 	Columns []string
 	// Sources are the paths the input was read from.
 	Sources []string
+	// Published are the reference figures of the studies read.
+	Published []*workload.Published
 }
 
 // Group is one configuration and its iterations.
@@ -75,6 +78,9 @@ func Load(paths []string) (*Input, error) {
 		}
 		if len(in.Columns) == 0 {
 			in.Columns = idx.Columns
+		}
+		if idx.Published != nil {
+			in.Published = append(in.Published, idx.Published)
 		}
 		for _, e := range idx.Runs {
 			switch {

@@ -303,3 +303,32 @@ func TestFaultsInReport(t *testing.T) {
 		t.Error("a fault table for runs without faults")
 	}
 }
+
+// TestPublishedBesideMeasured: each published figure gets the median of
+// the runs it matches, and a figure relative to another compares the
+// published ratio with the measured one.
+func TestPublishedBesideMeasured(t *testing.T) {
+	a1, a2 := fixtureRun("fast", 1024, 1, 1000, 5), fixtureRun("fast", 1024, 2, 1200, 5)
+	b := fixtureRun("resilient", 1024, 1, 250, 5)
+	in := &Input{Groups: []*Group{{Label: "fast", Runs: []*results.Run{a1, a2}}, {Label: "resilient", Runs: []*results.Run{b}}},
+		Published: []*workload.Published{{Source: "doc", Figures: []workload.PublishedFigure{
+			{Label: "Fast", Match: map[string]string{"setup": "fast"}, Metric: "publishRate", Value: 2000},
+			{Label: "Resilient", Match: map[string]string{"setup": "resilient", "messageSize": "1024"}, Metric: "publishRate", Value: 1000, RelativeTo: "Fast"},
+			{Label: "Nothing", Match: map[string]string{"setup": "none"}, Metric: "publishRate", Value: 10},
+		}}}}
+	pt := in.PublishedTable()
+	if pt == nil || len(pt.Rows) != 3 {
+		t.Fatalf("table %+v", pt)
+	}
+	// Fast: median of 1000 and 1200 = 1100, 0.55 of the published 2000.
+	if got := strings.Join(pt.Rows[0][3:6], "|"); got != "2,000|1,100|0.550" {
+		t.Errorf("Fast row %q", pt.Rows[0])
+	}
+	// Resilient: published 1000/2000 = 0.5, measured 250/1100 = 0.227, shape 0.455.
+	if got := strings.Join(pt.Rows[1][6:], "|"); got != "Fast|0.500|0.227|0.455" {
+		t.Errorf("Resilient row %q", pt.Rows[1])
+	}
+	if pt.Rows[2][4] != "–" {
+		t.Errorf("a figure no run matches shows %q", pt.Rows[2][4])
+	}
+}

@@ -185,11 +185,21 @@ type System struct {
 	NetTxMBps   float64 `json:"netTxMBps"`
 	ClientCPU   float64 `json:"clientCpu"`
 	ClientRSSMB float64 `json:"clientRssMB"`
-	// BrokerSampled says whether the broker process was sampled (only a
-	// broker on this machine whose PID brokerbench knows).
-	BrokerSampled bool    `json:"brokerSampled"`
-	BrokerCPU     float64 `json:"brokerCpu"`
-	BrokerRSSMB   float64 `json:"brokerRssMB"`
+	// BrokerSampled says whether broker processes were sampled (only
+	// nodes of a local cluster brokerbench runs). BrokerCPU and
+	// BrokerRSSMB sum over its nodes; BrokerNodes has each node's.
+	BrokerSampled bool         `json:"brokerSampled"`
+	BrokerCPU     float64      `json:"brokerCpu"`
+	BrokerRSSMB   float64      `json:"brokerRssMB"`
+	BrokerNodes   []NodeSystem `json:"brokerNodes,omitempty"`
+}
+
+// NodeSystem is one broker node's resource use: CPU as a percentage of one
+// core, resident memory.
+type NodeSystem struct {
+	ID    int     `json:"id"`
+	CPU   float64 `json:"cpu"`
+	RSSMB float64 `json:"rssMB"`
 }
 
 // Aggregate summarises the measurement phase.

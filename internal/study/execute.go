@@ -25,7 +25,9 @@ type Index struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Columns are the study's report columns.
 	Columns []string `json:"columns,omitempty"`
-	Runs    []Entry  `json:"runs"`
+	// Published are the reference document's figures, for the report.
+	Published *workload.Published `json:"published,omitempty"`
+	Runs      []Entry             `json:"runs"`
 }
 
 // Entry is one run's state.
@@ -78,7 +80,7 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "runs"), 0o755); err != nil {
 		return nil, err
 	}
-	idx := &Index{Schema: IndexSchema, Name: s.Name, Source: s.Source, Scale: opts.Scale, Columns: s.Columns}
+	idx := &Index{Schema: IndexSchema, Name: s.Name, Source: s.Source, Scale: opts.Scale, Columns: s.Columns, Published: s.Published}
 	save := func() error {
 		idx.UpdatedAt = time.Now().UTC()
 		return results.Write(filepath.Join(opts.Dir, "study.json"), idx)

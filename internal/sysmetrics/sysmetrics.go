@@ -26,14 +26,18 @@ type Sampler struct {
 	procRoot  string
 	sysRoot   string
 	clientPID int
-	brokerPID int
+	brokers   []Node
 	last      *snapshot
 }
 
-// New returns a sampler of this process (the client) and, if brokerPID is
-// not zero, of the broker process. It takes a first reading at once.
-func New(brokerPID int) *Sampler {
-	s := &Sampler{procRoot: "/proc", sysRoot: "/sys", clientPID: os.Getpid(), brokerPID: brokerPID}
+// Node is a broker process to sample: its node id and PID.
+type Node struct{ ID, PID int }
+
+// New returns a sampler of this process (the client) and of the broker
+// nodes' processes (none for a broker elsewhere). It takes a first reading
+// at once.
+func New(brokers []Node) *Sampler {
+	s := &Sampler{procRoot: "/proc", sysRoot: "/sys", clientPID: os.Getpid(), brokers: brokers}
 	s.last = s.read()
 	return s
 }
@@ -44,9 +48,15 @@ type snapshot struct {
 	idle, total            uint64
 	diskRead, diskWrite    uint64 // bytes
 	netRx, netTx           uint64 // bytes
-	clientCPU, brokerCPU   uint64 // clock ticks
-	clientRSS, brokerRSS   uint64 // bytes
-	clientOK, brokerOK, ok bool
+	clientCPU, clientRSS   uint64 // clock ticks, bytes
+	clientOK, ok           bool
+	nodes                  []procReading // one per Sampler.brokers
+}
+
+// procReading is one process's CPU time (clock ticks) and resident memory.
+type procReading struct {
+	cpu, rss uint64
+	ok       bool
 }
 
 // Sample returns the resource use since the previous call (or since New);
@@ -90,8 +100,15 @@ func (s *Sampler) Sample() *results.System {
 	if cur.clientOK && prev.clientOK {
 		sys.ClientCPU, sys.ClientRSSMB = procCPU(cur.clientCPU, prev.clientCPU), float64(cur.clientRSS)/(1<<20)
 	}
-	if cur.brokerOK && prev.brokerOK {
-		sys.BrokerCPU, sys.BrokerRSSMB = procCPU(cur.brokerCPU, prev.brokerCPU), float64(cur.brokerRSS)/(1<<20)
+	for i, n := range s.brokers {
+		c, p := cur.nodes[i], prev.nodes[i]
+		if !c.ok || !p.ok {
+			continue
+		}
+		ns := results.NodeSystem{ID: n.ID, CPU: procCPU(c.cpu, p.cpu), RSSMB: float64(c.rss) / (1 << 20)}
+		sys.BrokerNodes = append(sys.BrokerNodes, ns)
+		sys.BrokerCPU += ns.CPU
+		sys.BrokerRSSMB += ns.RSSMB
 		sys.BrokerSampled = true
 	}
 	return sys
@@ -103,8 +120,10 @@ func (s *Sampler) read() *snapshot {
 	s.readDisks(sn)
 	s.readNet(sn)
 	sn.clientCPU, sn.clientRSS, sn.clientOK = s.readProc(s.clientPID)
-	if s.brokerPID > 0 {
-		sn.brokerCPU, sn.brokerRSS, sn.brokerOK = s.readProc(s.brokerPID)
+	for _, n := range s.brokers {
+		var r procReading
+		r.cpu, r.rss, r.ok = s.readProc(n.PID)
+		sn.nodes = append(sn.nodes, r)
 	}
 	return sn
 }

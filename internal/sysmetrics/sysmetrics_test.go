@@ -33,7 +33,7 @@ func fakeProc(t *testing.T, root string, user, system, idle, iowait, sectorsRead
 func TestSampleRates(t *testing.T) {
 	root := t.TempDir()
 	fakeProc(t, root, 100, 50, 800, 50, 0, 0, 0, 0, 0, 1000)
-	s := &Sampler{procRoot: filepath.Join(root, "proc"), sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokerPID: 42}
+	s := &Sampler{procRoot: filepath.Join(root, "proc"), sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 42}, {ID: 2, PID: 42}, {ID: 3, PID: 99}}}
 	s.last = s.read()
 	s.last.at = s.last.at.Add(-2 * time.Second) // two seconds ago
 	// In 2 s on 2 cores (400 ticks): 100 user, 40 system, 60 iowait, 200
@@ -58,11 +58,16 @@ func TestSampleRates(t *testing.T) {
 	near("disk write MB/s", got.DiskWriteMBps, 16384*512/2/1e6)
 	near("net rx MB/s", got.NetRxMBps, 10)
 	near("net tx MB/s", got.NetTxMBps, 5)
-	near("process CPU %", got.BrokerCPU, 75)
-	near("process RSS MB", got.BrokerRSSMB, float64(2000*os.Getpagesize())/(1<<20))
-	if !got.BrokerSampled {
-		t.Error("broker not marked sampled")
+	// Nodes 1 and 2 are the same fake process; node 3 has none and is
+	// left out. The broker's figures sum over its nodes.
+	rss := float64(2000*os.Getpagesize()) / (1 << 20)
+	near("broker CPU %", got.BrokerCPU, 150)
+	near("broker RSS MB", got.BrokerRSSMB, 2*rss)
+	if !got.BrokerSampled || len(got.BrokerNodes) != 2 || got.BrokerNodes[1].ID != 2 {
+		t.Fatalf("broker nodes %+v: want nodes 1 and 2 sampled", got.BrokerNodes)
 	}
+	near("node 1 CPU %", got.BrokerNodes[0].CPU, 75)
+	near("node 2 RSS MB", got.BrokerNodes[1].RSSMB, rss)
 }
 
 // TestSampleThisProcess samples the real /proc while this process burns CPU.
@@ -70,7 +75,7 @@ func TestSampleThisProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	s := New(0)
+	s := New(nil)
 	deadline := time.Now().Add(300 * time.Millisecond)
 	x := 0
 	for time.Now().Before(deadline) {

@@ -32,6 +32,8 @@ type Study struct {
 	Columns []string
 	// ColumnsLine is the line of the columns field, for errors.
 	ColumnsLine int `json:"-"`
+	// Published, if set, holds the reference document's figures.
+	Published *Published
 }
 
 // Setup is one broker setup a study compares.
@@ -173,6 +175,9 @@ func ParseStudy(name string, data []byte) (*Study, error) {
 			s.Columns = d.stringList(key, v)
 			s.ColumnsLine = v.Line
 		},
+		"published": func(d *decoder, key string, v *yaml.Node) {
+			s.Published = d.published(v)
+		},
 	})
 	if s.Name == "" {
 		d.fail(root, "name", "missing: every study needs a name")
@@ -223,6 +228,7 @@ func ParseStudy(name string, data []byte) (*Study, error) {
 			}
 		}
 	}
+	d.errs = append(d.errs, s.checkPublished()...)
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}
