@@ -43,14 +43,14 @@ func New(brokers []Node) *Sampler {
 }
 
 type snapshot struct {
-	at                     time.Time
-	user, system, iowait   uint64 // all cores, clock ticks
-	idle, total            uint64
-	diskRead, diskWrite    uint64 // bytes
-	netRx, netTx           uint64 // bytes
-	clientCPU, clientRSS   uint64 // clock ticks, bytes
-	clientOK, ok           bool
-	nodes                  []procReading // one per Sampler.brokers
+	at                   time.Time
+	user, system, iowait uint64 // all cores, clock ticks
+	idle, total          uint64
+	diskRead, diskWrite  uint64 // bytes
+	netRx, netTx         uint64 // bytes
+	clientCPU, clientRSS uint64 // clock ticks, bytes
+	clientOK, ok         bool
+	nodes                []procReading // one per Sampler.brokers
 }
 
 // procReading is one process's CPU time (clock ticks) and resident memory.
