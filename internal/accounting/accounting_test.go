@@ -142,3 +142,18 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// TestDistinctCountsFirstDeliveries: redeliveries and unknown producers do
+// not count as distinct messages.
+func TestDistinctCountsFirstDeliveries(t *testing.T) {
+	s := NewSubscription(2)
+	for _, d := range []struct {
+		p   uint32
+		seq uint64
+	}{{0, 1}, {0, 1}, {1, 1}, {0, 2}, {1, 1}, {7, 1}} {
+		s.Record(d.p, d.seq)
+	}
+	if s.Distinct() != 3 {
+		t.Errorf("distinct %d, want 3", s.Distinct())
+	}
+}

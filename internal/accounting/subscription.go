@@ -3,6 +3,7 @@ package accounting
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Subscription records the messages delivered to one subscription (all its
@@ -10,9 +11,14 @@ import (
 type Subscription struct {
 	mu         sync.Mutex
 	seen       []SeqSet // by producer id
+	distinct   atomic.Int64
 	duplicated int64
 	unknown    int64
 }
+
+// Distinct returns how many different messages of the run's producers were
+// delivered: redeliveries count once. It does not take the lock.
+func (s *Subscription) Distinct() int64 { return s.distinct.Load() }
 
 // NewSubscription returns a record for a run with the given number of
 // producers, whose ids are 0 to producers-1.
@@ -42,6 +48,7 @@ func (s *Subscription) Record(producer uint32, seq uint64) Verdict {
 		s.duplicated++
 		return Duplicate
 	}
+	s.distinct.Add(1)
 	return First
 }
 

@@ -621,8 +621,11 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 	if len(r.consumers) == 0 || len(r.producers) == 0 {
 		return nil
 	}
-	// Caught up means every subscription consumed what the broker holds;
-	// without the broker's count, what it acknowledged. Messages the broker
+	// Caught up means every subscription received every message the
+	// broker holds (without the broker's count, every acknowledged one),
+	// counting distinct messages: redeliveries, which follow a consumer
+	// rebalance after a fault, must not end the drain while messages are
+	// still on their way and turn them into "lost". Messages the broker
 	// acknowledged and lost never arrive, and are counted by reconcile.
 	stored := int64(-1)
 	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
@@ -636,7 +639,7 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 		}
 		return r.totals().acked * int64(r.w.SubscriptionsPerTopic)
 	}
-	caughtUp := func() bool { return r.totals().consumed >= want() }
+	caughtUp := func() bool { return r.distinct() >= want() }
 	if caughtUp() {
 		return nil
 	}
@@ -644,9 +647,19 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 		return nil
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages consumed", bound, r.totals().consumed, want())
+		return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages received", bound, r.distinct(), want())
 	}
-	return fmt.Errorf("drain abandoned: %d of %d messages consumed", r.totals().consumed, want())
+	return fmt.Errorf("drain abandoned: %d of %d messages received", r.distinct(), want())
+}
+
+// distinct is the number of different messages the subscriptions received,
+// summed over them.
+func (r *run) distinct() int64 {
+	var n int64
+	for _, s := range r.subs {
+		n += s.deliver.Distinct()
+	}
+	return n
 }
 
 // summarise fills in the measured aggregate, the accounting and the

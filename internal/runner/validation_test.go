@@ -369,3 +369,58 @@ func TestJudgeTargetNamesTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// redeliveringDriver wraps a real driver so that its consumers receive
+// every message twice at once, except every holdEvery-th message, which
+// arrives once, hold later: redeliveries come early, some first
+// deliveries late, as after a consumer rebalance.
+type redeliveringDriver struct {
+	driver.Driver
+	holdEvery uint64
+	hold      time.Duration
+}
+
+func (d *redeliveringDriver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	var mu sync.Mutex // deliveries stay serial, as the contract requires
+	deliver := func(dv *driver.Delivery) {
+		mu.Lock()
+		defer mu.Unlock()
+		consume(dv)
+	}
+	return d.Driver.NewConsumer(ctx, spec, func(dv *driver.Delivery) {
+		h, err := payload.Parse(dv.Value)
+		if err == nil && h.Seq%d.holdEvery == 0 {
+			late := driver.Delivery{Value: append([]byte(nil), dv.Value...), Partition: dv.Partition, Offset: dv.Offset}
+			time.AfterFunc(d.hold, func() { deliver(&late) })
+			return
+		}
+		deliver(dv)
+		deliver(dv)
+	})
+}
+
+func (d *redeliveringDriver) WaitSubscription(ctx context.Context, topic, sub string, members int) error {
+	return d.Driver.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, sub, members)
+}
+
+func (d *redeliveringDriver) StoredMessages(ctx context.Context, topic string) (int64, error) {
+	return d.Driver.(driver.StoredCounter).StoredMessages(ctx, topic)
+}
+
+// TestRedeliveriesDoNotEndTheDrain: the drain waits for every message to
+// arrive once; redeliveries, however many, do not stand in for messages
+// still on their way, which would then be counted lost.
+func TestRedeliveriesDoNotEndTheDrain(t *testing.T) {
+	w := baseWorkload()
+	w.Warmup, w.MessageLimit = 0, 20_000
+	d := &redeliveringDriver{Driver: newKafka(t), holdEvery: 500, hold: 2 * time.Second}
+	res, err := Run(context.Background(), Config{Workload: w, Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	held := int64(20_000 / 500)
+	if c.Lost != 0 || c.Undelivered != 0 || c.Acked != 20_000 || c.Duplicated != c.Acked-held || c.Subscriptions[0].Delivered != c.Acked {
+		t.Errorf("accounting %+v: want all 20000 delivered, %d duplicated, none lost", c, c.Acked-held)
+	}
+}
