@@ -180,6 +180,9 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	defer closeBounded(drv, sig.abandon)
 	target := targetKey(env, dc.Source)
 	cleanLeftovers(sig.stop, io, drv, dc.Name, target)
+	if err := warmUpIfFresh(sig.stop, io, tgt, drv, dc.Name, w, target); err != nil {
+		return withCode(ExitInterrupted, err)
+	}
 	id := runner.NewID()
 	if f.out == "" {
 		out = defaultOut(id)

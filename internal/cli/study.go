@@ -147,6 +147,9 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 			cleanLeftovers(ctx, io, drv, r.Driver.Name, target)
 			cleaned[target] = true
 		}
+		if err := warmUpIfFresh(ctx, chat, tgt, drv, r.Driver.Name, r.Workload, target); err != nil {
+			return nil, err
+		}
 		head := &results.Run{Schema: results.Schema, ID: runner.NewID(), Workload: r.Workload, IntervalSeconds: time.Second.Seconds()}
 		describe(head, env, r.Driver, drv, r.Workload)
 		rec, err := startRecord(head, target, results.JournalPath(path), false)

@@ -29,6 +29,15 @@ type target struct {
 	cluster *local.Cluster
 	started bool
 	status  local.Status
+	// fresh: the cluster was just started and has not been warmed up.
+	fresh bool
+}
+
+// takeFresh reports whether the local cluster was just started, once.
+func (t *target) takeFresh() bool {
+	f := t.fresh
+	t.fresh = false
+	return f
 }
 
 func newTarget(io IO, broker string, local localFlags) *target {
@@ -63,7 +72,7 @@ func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([
 		if err != nil {
 			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka cluster: %w%s", err, t.local.portAdvice(err)))
 		}
-		t.cluster, t.status, t.started = c, st, !running
+		t.cluster, t.status, t.started, t.fresh = c, st, !running, !running
 		fmt.Fprintf(t.io.Err, "using local Kafka %s: %s (stop it with 'brokerbench local down kafka%s')\n",
 			st.Version, t.describeLocal(), t.local.downFlags())
 	}
@@ -105,6 +114,8 @@ func (t *target) heal(ctx context.Context) {
 	if t.cluster == nil {
 		return
 	}
+	// Restarted nodes are cold: the next run warms the cluster up again.
+	t.fresh = true
 	if err := t.cluster.Heal(ctx); err != nil {
 		fmt.Fprintf(t.io.Err, "warning: the local cluster did not recover from the run's faults: %v; restart it with 'brokerbench local down kafka' and 'local up'\n", err)
 	}
