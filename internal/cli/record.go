@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -103,6 +104,10 @@ func startRecord(head *results.Run, target, journalPath string, keepTopics bool)
 	return rec, nil
 }
 
+// elsewhereOnce says once per process that dead runs left topics on
+// other brokers.
+var elsewhereOnce sync.Once
+
 // cleanLeftovers removes the topics that dead runs created on this target
 // with this driver and left behind, says what it removed, and forgets those
 // runs. Runs on other targets are only counted, with a pointer to
@@ -126,7 +131,9 @@ func cleanLeftovers(ctx context.Context, io IO, drv driver.Driver, driverName, t
 		}
 	}
 	if elsewhere > 0 {
-		fmt.Fprintf(io.Err, "%d dead run(s) left topics on other brokers; 'brokerbench clean --list' shows them\n", elsewhere)
+		elsewhereOnce.Do(func() {
+			fmt.Fprintf(io.Err, "%d dead run(s) left topics on other brokers; 'brokerbench clean --list' shows them\n", elsewhere)
+		})
 	}
 }
 
