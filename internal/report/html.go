@@ -64,8 +64,8 @@ func (in *Input) AccountingTable() *Table {
 // and the run's accounting; nil if no run had faults.
 func (in *Input) FaultTable() *Table {
 	t := &Table{Title: "Faults: what each cost",
-		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "Lost", "Duplicated", "Out of order"},
-		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "lost", "duplicated", "outOfOrder"}}
+		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "Lost", "Duplicated", "Out of order", "Failed sends"},
+		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "lost", "duplicated", "outOfOrder", "failed"}}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			for _, ev := range r.Faults {
@@ -88,6 +88,8 @@ func (in *Input) FaultTable() *Table {
 					row = append(row, formatNum(float64(n), 0))
 					csvRow = append(csvRow, strconv.FormatInt(n, 10))
 				}
+				failed := formatNum(float64(c.Failed), 0) + strings.TrimPrefix(results.FailureKinds(c), ":")
+				row, csvRow = append(row, failed), append(csvRow, failed)
 				t.Rows = append(t.Rows, row)
 				t.CSV = append(t.CSV, csvRow)
 			}
