@@ -98,15 +98,16 @@ func (s *Schedule) Stop() []results.FaultEvent {
 const recoveredShare = 0.9
 
 // Recover fills in ev's recovery figures from the run's measured
-// intervals: the publish rate before the fault (mean of up to five
-// intervals that ended before it), the lowest rate after it, and the time
-// from the fault to the end of the first interval whose rate is back
-// above 90% of the rate before; and the largest publish latency from the
-// fault until then.
-func Recover(ev *results.FaultEvent, intervals []results.Interval) {
+// intervals: the publish rate before the faults (mean of up to five
+// intervals that ended before baseline, the first fault's time: a later
+// fault's own "before" is already disturbed), the lowest rate after ev,
+// the time from ev to the end of the first interval after it whose rate
+// is back above 90% of the rate before, and the largest publish latency
+// from ev until then.
+func Recover(ev *results.FaultEvent, intervals []results.Interval, baseline float64) {
 	var before []float64
 	for _, iv := range intervals {
-		if iv.Phase == results.Measure && iv.EndSeconds <= ev.AtSeconds {
+		if iv.Phase == results.Measure && iv.EndSeconds <= min(baseline, ev.AtSeconds) {
 			before = append(before, iv.PublishRate)
 		}
 	}

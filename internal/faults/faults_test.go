@@ -63,18 +63,25 @@ func TestRecover(t *testing.T) {
 		interval(4, 200, 3000), interval(5, 0, 0), interval(6, 850, 9000), interval(7, 950, 10),
 	}
 	ev := results.FaultEvent{AtSeconds: 4.2}
-	Recover(&ev, ivs)
+	Recover(&ev, ivs, 4.2)
 	r := ev.Recovery
 	if r == nil || r.RateBefore != 1000 || r.LowestRate != 0 || r.RecoverySeconds == nil || *r.RecoverySeconds < 3.79 || *r.RecoverySeconds > 3.81 || r.MaxPublishLatencyMs != 9000 {
 		t.Fatalf("recovery %+v (seconds %v): want rate 1000 before, 0 lowest, back at 8.0 s (3.8 s after), max 9000 ms", r, r.RecoverySeconds)
 	}
 	never := results.FaultEvent{AtSeconds: 4.2}
-	Recover(&never, ivs[:7])
+	Recover(&never, ivs[:7], 4.2)
 	if never.Recovery == nil || never.Recovery.RecoverySeconds != nil {
 		t.Errorf("a rate that never came back: %+v", never.Recovery)
 	}
+	// A later fault (the undo at 6.5 s) is measured against the rate
+	// before the first one, not against the disturbed intervals before it.
+	undo := results.FaultEvent{AtSeconds: 6.5}
+	Recover(&undo, ivs, 4.2)
+	if u := undo.Recovery; u == nil || u.RateBefore != 1000 || u.RecoverySeconds == nil || *u.RecoverySeconds < 1.49 || *u.RecoverySeconds > 1.51 {
+		t.Errorf("later fault: %+v, want the rate before the first fault and back at 8.0 s", undo.Recovery)
+	}
 	first := results.FaultEvent{AtSeconds: 0.5}
-	if Recover(&first, ivs); first.Recovery != nil {
+	if Recover(&first, ivs, 0.5); first.Recovery != nil {
 		t.Errorf("a fault before any measured interval has no rate before: %+v", first.Recovery)
 	}
 }

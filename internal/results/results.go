@@ -81,7 +81,8 @@ type FaultEvent struct {
 // resolution of one interval.
 type Recovery struct {
 	// RateBefore is the mean publish rate of up to five measured intervals
-	// before the fault; LowestRate the lowest interval rate after it.
+	// before the run's first fault; LowestRate the lowest interval rate
+	// after this one.
 	RateBefore float64 `json:"rateBefore"`
 	LowestRate float64 `json:"lowestRate"`
 	// RecoverySeconds runs from the fault to the end of the first interval

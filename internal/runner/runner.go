@@ -691,7 +691,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	}
 	r.count()
 	for i := range r.res.Faults {
-		faults.Recover(&r.res.Faults[i], r.res.Intervals)
+		faults.Recover(&r.res.Faults[i], r.res.Intervals, r.res.Faults[0].AtSeconds)
 	}
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
 		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
