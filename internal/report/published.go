@@ -22,6 +22,8 @@ func figureValue(r *results.Run, metric string) float64 {
 		return m.PublishLatency.P99
 	case "e2eP99":
 		return m.EndToEndLatency.P99
+	case "costPerBillion":
+		return costPerBillion(r)
 	}
 	return math.NaN()
 }
@@ -98,8 +100,11 @@ func (in *Input) PublishedTable() *Table {
 				digits := 2
 				if i < 2 {
 					digits = 0
-					if f.Metric == "publishMBps" || f.Metric == "publishP99" || f.Metric == "e2eP99" {
+					switch f.Metric {
+					case "publishMBps", "publishP99", "e2eP99":
 						digits = 2
+					case "costPerBillion":
+						digits = 4
 					}
 				}
 				if i >= 2 && v > 0 && v < 1 {

@@ -10,7 +10,7 @@ import (
 
 // PublishedMetrics are the figures a study may record from its reference
 // document, by their names in a study file.
-var PublishedMetrics = []string{"publishRate", "publishMBps", "consumeRate", "publishP99", "e2eP99"}
+var PublishedMetrics = []string{"publishRate", "publishMBps", "consumeRate", "publishP99", "e2eP99", "costPerBillion"}
 
 // Published is what a study's reference document published: the figures,
 // each tied to the runs that reproduce it, so that a report can put
