@@ -64,8 +64,8 @@ func (in *Input) AccountingTable() *Table {
 // and the run's accounting; nil if no run had faults.
 func (in *Input) FaultTable() *Table {
 	t := &Table{Title: "Faults: what each cost",
-		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "Lost", "Duplicated", "Out of order", "Failed sends"},
-		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "lost", "duplicated", "outOfOrder", "failed"}}
+		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "No acks at all for (s)", "Lost", "Duplicated", "Out of order", "Failed sends"},
+		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "unavailableSeconds", "lost", "duplicated", "outOfOrder", "failed"}}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			for _, ev := range r.Faults {
@@ -73,11 +73,12 @@ func (in *Input) FaultTable() *Table {
 				if ev.Error != "" {
 					target = "FAILED: " + ev.Error
 				}
-				row := []string{runLabel(g, r), formatNum(ev.AtSeconds, 1), ev.Action, target, "–", "–", "–", "–"}
-				csvRow := []string{runLabel(g, r), csvNum(ev.AtSeconds), ev.Action, target, "", "", "", ""}
+				row := []string{runLabel(g, r), formatNum(ev.AtSeconds, 1), ev.Action, target, "–", "–", "–", "–", "–"}
+				csvRow := []string{runLabel(g, r), csvNum(ev.AtSeconds), ev.Action, target, "", "", "", "", ""}
 				if rc := ev.Recovery; rc != nil {
 					row[4], row[5], row[7] = formatNum(rc.RateBefore, 0), formatNum(rc.LowestRate, 0), formatNum(rc.MaxPublishLatencyMs, 1)
 					csvRow[4], csvRow[5], csvRow[7] = csvNum(rc.RateBefore), csvNum(rc.LowestRate), csvNum(rc.MaxPublishLatencyMs)
+					row[8], csvRow[8] = formatNum(rc.UnavailableSeconds, 2), csvNum(rc.UnavailableSeconds)
 					row[6] = "NOT RECOVERED"
 					if rc.RecoverySeconds != nil {
 						row[6], csvRow[6] = formatNum(*rc.RecoverySeconds, 1), csvNum(*rc.RecoverySeconds)

@@ -274,7 +274,7 @@ func TestFaultsInReport(t *testing.T) {
 	r := fixtureRun("kill", 1024, 1, 1000, 5)
 	back := 3.0
 	r.Faults = []results.FaultEvent{
-		{AtSeconds: 4, Action: "kill leader", Target: "node 2 (127.0.1.2)", Recovery: &results.Recovery{RateBefore: 1000, LowestRate: 12, RecoverySeconds: &back, MaxPublishLatencyMs: 2500}},
+		{AtSeconds: 4, Action: "kill leader", Target: "node 2 (127.0.1.2)", Recovery: &results.Recovery{RateBefore: 1000, LowestRate: 12, RecoverySeconds: &back, MaxPublishLatencyMs: 2500, UnavailableSeconds: 1.5}},
 		{AtSeconds: 7, Action: "restart the node of 'kill leader'", Error: "no such node"},
 	}
 	r.Counts.Lost, r.Counts.Failed, r.Counts.FailedByKind = 3, 7, map[string]int64{"NOT_ENOUGH_REPLICAS": 7}
@@ -283,7 +283,7 @@ func TestFaultsInReport(t *testing.T) {
 	if ft == nil || len(ft.Rows) != 2 {
 		t.Fatalf("fault table %+v: want two rows", ft)
 	}
-	want := []string{"kill", "4.0", "kill leader", "node 2 (127.0.1.2)", "1,000", "12", "3.0", "2,500.0", "3", "0", "0", "7 NOT_ENOUGH_REPLICAS=7"}
+	want := []string{"kill", "4.0", "kill leader", "node 2 (127.0.1.2)", "1,000", "12", "3.0", "2,500.0", "1.50", "3", "0", "0", "7 NOT_ENOUGH_REPLICAS=7"}
 	if strings.Join(ft.Rows[0], "|") != strings.Join(want, "|") {
 		t.Errorf("row %q, want %q", ft.Rows[0], want)
 	}

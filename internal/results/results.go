@@ -92,6 +92,11 @@ type Recovery struct {
 	// MaxPublishLatencyMs is the largest publish latency from the fault
 	// until the recovery (or the end).
 	MaxPublishLatencyMs float64 `json:"maxPublishLatencyMs"`
+	// UnavailableSeconds is the longest stretch in which no producer
+	// received an acknowledgement while messages were in flight, among
+	// those under way between the fault and the recovery (10 ms
+	// resolution; stretches under 100 ms are not counted).
+	UnavailableSeconds float64 `json:"unavailableSeconds"`
 }
 
 // Environment records where and with what a run was made.

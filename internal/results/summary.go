@@ -174,6 +174,9 @@ func (ev FaultEvent) Describe() string {
 			d += ", NOT back above 90% before the measurement ended"
 		}
 		d += fmt.Sprintf("; max publish latency %.1f ms", r.MaxPublishLatencyMs)
+		if r.UnavailableSeconds > 0 {
+			d += fmt.Sprintf("; no acknowledgement at all for %.2f s", r.UnavailableSeconds)
+		}
 	}
 	return d
 }

@@ -27,7 +27,9 @@ type producerStats struct {
 	sendBlocked   atomic.Int64
 	_             [48]byte
 	acked, failed atomic.Int64
-	_             [48]byte
+	// lastAck is the clock time of the latest acknowledgement.
+	lastAck atomic.Int64
+	_       [40]byte
 
 	// publishLatency runs from the intended send time, serviceTime from
 	// the actual send time (the broker's and client's share alone).
@@ -97,6 +99,7 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 	now := clock.Now()
 	if err == nil {
 		w.stats.acked.Add(1)
+		w.stats.lastAck.Store(now)
 		if w.record {
 			w.stats.publishLatency.RecordNanos(now - st.intent)
 			w.stats.serviceTime.RecordNanos(now - m.Time)

@@ -141,8 +141,11 @@ type run struct {
 	sentAll bool
 	closers []func()
 	logf    func(string, ...any)
-	// schedule runs cfg.Faults once the measurement has begun.
+	// schedule runs cfg.Faults once the measurement has begun, and
+	// outages records the stretches without acknowledgements meanwhile.
 	schedule *faults.Schedule
+	outages  *outages
+	origin   int64
 }
 
 // startFaults starts the fault schedule at the start of the measurement.
@@ -150,6 +153,32 @@ func (r *run) startFaults(ctx context.Context, c *collector) {
 	if len(r.cfg.Faults) > 0 && r.schedule == nil {
 		r.logf("fault schedule: %d fault(s) from the start of the measurement", len(r.cfg.Faults))
 		r.schedule = faults.Start(ctx, r.cfg.Faults, r.topics, c.origin, c.measureFrom)
+		r.outages, r.origin = r.watchOutages(r.cfg.Abandon), c.origin
+	}
+}
+
+// recoverFaults fills in every fault event's recovery: from the intervals,
+// and the longest stretch without acknowledgements from the outage
+// watcher.
+func (r *run) recoverFaults() {
+	if len(r.res.Faults) == 0 {
+		return
+	}
+	var list []outage
+	if r.outages != nil {
+		list = r.outages.end()
+	}
+	for i := range r.res.Faults {
+		ev := &r.res.Faults[i]
+		faults.Recover(ev, r.res.Intervals, r.res.Faults[0].AtSeconds)
+		if ev.Recovery == nil {
+			continue
+		}
+		from, to := r.origin+int64(ev.AtSeconds*1e9), int64(math.MaxInt64)
+		if rs := ev.Recovery.RecoverySeconds; rs != nil {
+			to = from + int64(*rs*1e9)
+		}
+		ev.Recovery.UnavailableSeconds = longestFrom(list, from, to)
 	}
 }
 
@@ -690,9 +719,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
 	r.count()
-	for i := range r.res.Faults {
-		faults.Recover(&r.res.Faults[i], r.res.Intervals, r.res.Faults[0].AtSeconds)
-	}
+	r.recoverFaults()
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
 		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
 	}
