@@ -404,7 +404,7 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 			}
 		}
 		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
-		pw.record = !r.cfg.NoLatencyRecording
+		pw.record, pw.trackAcks = !r.cfg.NoLatencyRecording, len(r.cfg.Faults) > 0
 		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {
 			return fmt.Errorf("producer %d: %w", i, err)
