@@ -1,5 +1,9 @@
-// Package local installs and runs brokers on this machine, bound to
-// loopback, for benchmarks that need no external cluster.
+// Package local installs and runs broker clusters on this machine, for
+// benchmarks that need no external cluster: one process per node, each
+// node on its own loopback address, with one lifecycle (install,
+// configure, start, stop, and faults: kill, pause, restart, resume) that
+// every broker kind and cluster size shares. What differs between broker
+// kinds is a Kind; Kafka (KRaft) is the first.
 package local
 
 import (
