@@ -97,6 +97,8 @@ func TestInputCaughtBeforeTheRun(t *testing.T) {
 		{"no nodes", []string{"run", quick, "--broker", nowhere, "--price-per-node-hour", "1", "--nodes", "0"}, "--nodes"},
 		{"negative price", []string{"run", quick, "--broker", nowhere, "--price-per-node-hour", "-1"}, "--price-per-node-hour"},
 		{"negative steps", []string{"run", quick, "--broker", nowhere, "--find-max-rate", "--max-steps", "-3"}, "--max-steps"},
+		{"faults on a given broker", []string{"run", "../../workloads/kill-leader.yaml", "--broker", nowhere}, "faults act on the local clusters"},
+		{"too many local brokers", []string{"run", quick, "--local-brokers", "12"}, "--local-brokers: must be between 1 and 9"},
 		{"local port 0", []string{"local", "up", "kafka", "--port", "0"}, "--port"},
 		{"local port too high", []string{"local", "up", "kafka", "--port", "70000"}, "--port"},
 		{"unwritable out", []string{"run", quick, "--broker", nowhere, "-o", filepath.Join(notDir, "r.json")}, "results cannot be written"},

@@ -18,6 +18,7 @@ const maxLocalBrokers = 9
 
 type localFlags struct {
 	portFlag    string // "port" or "local-port"
+	brokersFlag string // "brokers" or "local-brokers"
 	port        int
 	stateDir    string
 	heapMB      int // 0: the kind's default for the cluster's size
@@ -26,7 +27,7 @@ type localFlags struct {
 }
 
 func (f *localFlags) register(cmd *cobra.Command) {
-	f.portFlag = "port"
+	f.portFlag, f.brokersFlag = "port", "brokers"
 	fl := cmd.Flags()
 	fl.IntVar(&f.port, "port", 9092, "client port of every broker, each on its own loopback address (other ports are chosen free)")
 	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the cluster's nodes: data, logs, configs, PID files (default: per port, under the brokerbench cache)")
@@ -38,7 +39,7 @@ func (f *localFlags) register(cmd *cobra.Command) {
 // registerTarget adds --local-port to a command that runs against the local
 // broker when no address is given (run, study).
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
-	f.portFlag = "local-port"
+	f.portFlag, f.brokersFlag = "local-port", "local-brokers"
 	cmd.Flags().IntVar(&f.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
 	f.brokers = 1
 }
@@ -59,7 +60,7 @@ func (f *localFlags) validate() error {
 		errs = append(errs, usageError{fmt.Errorf("--heap-mb: must be at least 128, got %d", f.heapMB)})
 	}
 	if f.brokers < 1 || f.brokers > maxLocalBrokers {
-		errs = append(errs, usageError{fmt.Errorf("--brokers: must be between 1 and %d on one machine, got %d", maxLocalBrokers, f.brokers)})
+		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and %d on one machine, got %d", f.brokersFlag, maxLocalBrokers, f.brokers)})
 	}
 	if f.controllers < 0 || f.controllers > 5 || f.controllers%2 == 0 && f.controllers != 0 {
 		errs = append(errs, usageError{fmt.Errorf("--controllers: must be 0 (brokers double as controllers), 1, 3 or 5 (a quorum needs an odd number), got %d", f.controllers)})

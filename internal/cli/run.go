@@ -62,8 +62,11 @@ The workload may be in brokerbench's format or an OpenMessaging Benchmark
 workload file. The broker settings come from --driver (an OMB driver file or
 a brokerbench driver file), from the workload's inline "driver" section, or
 default to Kafka. Without a broker address (--broker or bootstrap.servers),
-run uses the local Kafka broker and starts it if needed; it keeps running
-afterwards (stop it with 'brokerbench local down kafka').
+run uses the local Kafka cluster of --local-brokers brokers (default 1) and
+starts it if needed, warming a fresh one up for 10 s unmeasured; it keeps
+running afterwards (stop it with 'brokerbench local down kafka'). A
+workload's fault schedule (kills, pauses of nodes) acts on that local
+cluster; the summary says what each fault cost.
 
 Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
 4 interrupted (partial results written), 5 accounting mismatch (messages
@@ -77,6 +80,7 @@ and its send lag p99 stays within --max-send-lag.`,
   brokerbench run workloads/1-topic-16-partitions-1kb.yaml --driver driver-kafka/kafka-throughput.yaml --duration 30s --warmup 5s
   brokerbench run workloads/quick.yaml --broker 127.0.0.1:9092 --rate 10000 --out results/run.json --omb-json results/omb.json
   brokerbench run workloads/max-rate-100b.yaml --find-max-rate --slo 'p99<50ms,e2e.p99<100ms' --warmup 2s --duration 10s
+  brokerbench run workloads/kill-leader.yaml --local-brokers 3
   brokerbench run workloads/consume-only.yaml --topic prefilled --messages 8000000   # consume what an existing topic holds`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -173,6 +177,9 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	sig := watchInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
 	tgt := newTarget(io, f.broker, f.local)
+	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
+		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and bootstrap.servers), and use --local-brokers", w.Source)}
+	}
 	drv, env, err := tgt.connect(sig.stop, dc)
 	if err != nil {
 		return err
