@@ -62,6 +62,9 @@ driver:
 	if restart.Error != "" || !strings.HasPrefix(restart.Action, "restart") || restart.AtSeconds-kill.AtSeconds < 2.9 {
 		t.Errorf("restart event %+v: want the same node restarted 3 s later", restart)
 	}
+	if res.LeaderMoves == nil || *res.LeaderMoves < 1 {
+		t.Errorf("leader moves %v: the killed leader's partition must have another leader after the run", res.LeaderMoves)
+	}
 	c := res.Counts
 	if c.Lost != 0 || c.Acked == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked || c.Duplicated != 0 {
 		t.Errorf("accounting after a leader kill with acks=all, RF 3, min.insync 2: %+v", c)

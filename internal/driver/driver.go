@@ -172,6 +172,9 @@ type ClusterSizer interface {
 type Placement interface {
 	// Leader returns the node leading a topic's partition.
 	Leader(ctx context.Context, topic string, partition int) (int, error)
+	// Leaders returns the leading node of every partition of a topic, by
+	// partition; a partition without a leader has -1.
+	Leaders(ctx context.Context, topic string) (map[int]int, error)
 	// Controller returns the active controller node.
 	Controller(ctx context.Context) (int, error)
 }

@@ -64,8 +64,8 @@ func (in *Input) AccountingTable() *Table {
 // and the run's accounting; nil if no run had faults.
 func (in *Input) FaultTable() *Table {
 	t := &Table{Title: "Faults: what each cost",
-		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "No acks at all for (s)", "Lost", "Duplicated", "Out of order", "Failed sends"},
-		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "unavailableSeconds", "lost", "duplicated", "outOfOrder", "failed"}}
+		Headers:    []string{"Run", "At (s)", "Fault", "Target", "Rate before (msgs/s)", "Lowest after (msgs/s)", "Back above 90% after (s)", "Max publish latency (ms)", "No acks at all for (s)", "Lost", "Duplicated", "Out of order", "Failed sends", "Leaders moved (run)"},
+		CSVHeaders: []string{"run", "atSeconds", "fault", "target", "rateBefore", "lowestRate", "recoverySeconds", "maxPublishLatencyMs", "unavailableSeconds", "lost", "duplicated", "outOfOrder", "failed", "leaderMoves"}}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			for _, ev := range r.Faults {
@@ -91,6 +91,11 @@ func (in *Input) FaultTable() *Table {
 				}
 				failed := formatNum(float64(c.Failed), 0) + strings.TrimPrefix(results.FailureKinds(c), ":")
 				row, csvRow = append(row, failed), append(csvRow, failed)
+				moves, movesCSV := "–", ""
+				if r.LeaderMoves != nil {
+					moves, movesCSV = strconv.Itoa(*r.LeaderMoves), strconv.Itoa(*r.LeaderMoves)
+				}
+				row, csvRow = append(row, moves), append(csvRow, movesCSV)
 				t.Rows = append(t.Rows, row)
 				t.CSV = append(t.CSV, csvRow)
 			}

@@ -278,12 +278,14 @@ func TestFaultsInReport(t *testing.T) {
 		{AtSeconds: 7, Action: "restart the node of 'kill leader'", Error: "no such node"},
 	}
 	r.Counts.Lost, r.Counts.Failed, r.Counts.FailedByKind = 3, 7, map[string]int64{"NOT_ENOUGH_REPLICAS": 7}
+	moved := 2
+	r.LeaderMoves = &moved
 	in := &Input{Title: "faults", Groups: []*Group{{Label: "kill", Runs: []*results.Run{r}}}}
 	ft := in.FaultTable()
 	if ft == nil || len(ft.Rows) != 2 {
 		t.Fatalf("fault table %+v: want two rows", ft)
 	}
-	want := []string{"kill", "4.0", "kill leader", "node 2 (127.0.1.2)", "1,000", "12", "3.0", "2,500.0", "1.50", "3", "0", "0", "7 NOT_ENOUGH_REPLICAS=7"}
+	want := []string{"kill", "4.0", "kill leader", "node 2 (127.0.1.2)", "1,000", "12", "3.0", "2,500.0", "1.50", "3", "0", "0", "7 NOT_ENOUGH_REPLICAS=7", "2"}
 	if strings.Join(ft.Rows[0], "|") != strings.Join(want, "|") {
 		t.Errorf("row %q, want %q", ft.Rows[0], want)
 	}

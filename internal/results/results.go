@@ -57,8 +57,12 @@ type Run struct {
 	// HdrHistogram's compressed V2 format (base64), values in microseconds.
 	Histograms Histograms `json:"histograms"`
 	// Faults are the fault schedule's events, in the order they fired.
-	Faults   []FaultEvent `json:"faults,omitempty"`
-	Warnings []string     `json:"warnings,omitempty"`
+	Faults []FaultEvent `json:"faults,omitempty"`
+	// LeaderMoves, in a run with faults, counts the partitions of the
+	// run's topics whose leader after the run differs from the one at the
+	// start of the measurement; nil when the driver cannot tell.
+	LeaderMoves *int     `json:"leaderMoves,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 // FaultEvent is one fault as it happened.

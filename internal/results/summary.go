@@ -80,6 +80,9 @@ func PrintSummary(out io.Writer, r *Run) {
 	for _, ev := range r.Faults {
 		fmt.Fprintf(out, "   %s\n", ev.Describe())
 	}
+	if n := r.LeaderMoves; n != nil {
+		fmt.Fprintf(out, "   partition leaders moved: %d of %d partitions led by another node after the run than at its start\n", *n, w.Topics*w.PartitionsPerTopic)
+	}
 	if t := r.Target; t != nil {
 		if t.Held {
 			fmt.Fprintf(out, "   target rate held: %.0f of %.0f msg/s\n", t.AchievedRate, t.Rate)

@@ -146,6 +146,29 @@ type run struct {
 	schedule *faults.Schedule
 	outages  *outages
 	origin   int64
+	// leadersBefore receives the partitions' leaders at the start of
+	// the measurement, for runs with faults on drivers that know them.
+	leadersBefore chan map[string]map[int]int
+}
+
+// leaders returns the leader of every partition of the run's topics, or
+// nil if the driver cannot tell or the call fails.
+func (r *run) leaders(ctx context.Context) map[string]map[int]int {
+	place, ok := r.cfg.Driver.(driver.Placement)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	all := map[string]map[int]int{}
+	for _, t := range r.topics {
+		l, err := place.Leaders(ctx, t)
+		if err != nil {
+			return nil
+		}
+		all[t] = l
+	}
+	return all
 }
 
 // startFaults starts the fault schedule at the start of the measurement.
@@ -154,6 +177,8 @@ func (r *run) startFaults(ctx context.Context, c *collector) {
 		r.logf("fault schedule: %d fault(s) from the start of the measurement", len(r.cfg.Faults))
 		r.schedule = faults.Start(ctx, r.cfg.Faults, r.topics, c.origin, c.measureFrom)
 		r.outages, r.origin = r.watchOutages(r.cfg.Abandon), c.origin
+		r.leadersBefore = make(chan map[string]map[int]int, 1)
+		go func() { r.leadersBefore <- r.leaders(r.cfg.Abandon) }()
 	}
 }
 
@@ -167,6 +192,19 @@ func (r *run) recoverFaults() {
 	var list []outage
 	if r.outages != nil {
 		list = r.outages.end()
+	}
+	if r.leadersBefore != nil {
+		if before, after := <-r.leadersBefore, r.leaders(r.cfg.Abandon); before != nil && after != nil {
+			moved := 0
+			for t, parts := range before {
+				for p, l := range parts {
+					if after[t][p] != l {
+						moved++
+					}
+				}
+			}
+			r.res.LeaderMoves = &moved
+		}
 	}
 	for i := range r.res.Faults {
 		ev := &r.res.Faults[i]

@@ -149,21 +149,34 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 
 // Leader implements driver.Placement from the topic's metadata.
 func (d *Driver) Leader(ctx context.Context, topic string, partition int) (int, error) {
+	leaders, err := d.Leaders(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	l, ok := leaders[partition]
+	if !ok || l < 0 {
+		return 0, fmt.Errorf("topic %q partition %d has no leader", topic, partition)
+	}
+	return l, nil
+}
+
+// Leaders implements driver.Placement from the topic's metadata.
+func (d *Driver) Leaders(ctx context.Context, topic string) (map[int]int, error) {
 	ctx, cancel := d.apiCtx(ctx)
 	defer cancel()
 	md, err := d.admin.Metadata(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("read metadata of %q: %w", topic, err)
+		return nil, fmt.Errorf("read metadata of %q: %w", topic, err)
 	}
 	t, ok := md.Topics[topic]
 	if !ok || t.Err != nil {
-		return 0, fmt.Errorf("topic %q not in the metadata: %v", topic, t.Err)
+		return nil, fmt.Errorf("topic %q not in the metadata: %v", topic, t.Err)
 	}
-	p, ok := t.Partitions[int32(partition)]
-	if !ok || p.Leader < 0 {
-		return 0, fmt.Errorf("topic %q partition %d has no leader", topic, partition)
+	leaders := make(map[int]int, len(t.Partitions))
+	for id, p := range t.Partitions {
+		leaders[int(id)] = int(p.Leader)
 	}
-	return int(p.Leader), nil
+	return leaders, nil
 }
 
 // Controller implements driver.Placement: the leader of the KRaft
