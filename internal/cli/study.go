@@ -203,6 +203,9 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		fmt.Fprintln(io.Err, werr)
 	} else {
 		fmt.Fprintf(io.Out, "report: %s\n", w.HTML)
+		for _, l := range in.Losses() {
+			fmt.Fprintf(io.Out, "ACKNOWLEDGED MESSAGES LOST: %s\n", l)
+		}
 	}
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):

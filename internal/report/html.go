@@ -147,6 +147,27 @@ type page struct {
 	// LocalClusters are the distinct local clusters the runs went to, in
 	// words that say they shared the machine.
 	LocalClusters []string
+	// Losses name every run that lost acknowledged messages, or whose
+	// broker stores another number than it acknowledged: shown first.
+	Losses []string
+}
+
+// Losses names every run that lost acknowledged messages, or whose broker
+// stores a different number of messages than were acknowledged.
+func (in *Input) Losses() []string {
+	var out []string
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			c := r.Counts
+			switch {
+			case c.Lost > 0:
+				out = append(out, fmt.Sprintf("%s: %d acknowledged messages were never delivered (lost)", runLabel(g, r), c.Lost))
+			case c.StoredByBroker != nil && *c.StoredByBroker != c.Acked:
+				out = append(out, fmt.Sprintf("%s: the broker stores %d messages but acknowledged %d", runLabel(g, r), *c.StoredByBroker, c.Acked))
+			}
+		}
+	}
+	return out
 }
 
 type pageTable struct {
@@ -200,6 +221,7 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
 		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
 	pg.MemoryGiB = formatNum(float64(pg.Env.MemoryBytes)/(1<<30), 1)
+	pg.Losses = in.Losses()
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			if lc := r.Environment.LocalCluster; lc != "" && !slices.Contains(pg.LocalClusters, lc) {

@@ -301,6 +301,19 @@ func TestFaultsInReport(t *testing.T) {
 			t.Errorf("chart %s has no fault marker", c.Name)
 		}
 	}
+	if l := in.Losses(); len(l) != 1 || !strings.Contains(l[0], "kill: 3 acknowledged messages were never delivered") {
+		t.Errorf("losses %q: want the run's 3 lost messages named", l)
+	}
+	var html bytes.Buffer
+	w, err := Write(in, filepath.Join(t.TempDir(), "r.html"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(w.HTML)
+	html.Write(page)
+	if !strings.Contains(html.String(), "ACKNOWLEDGED MESSAGES LOST") {
+		t.Error("the report does not say loudly that messages were lost")
+	}
 	if (&Input{Groups: []*Group{{Label: "x", Runs: []*results.Run{fixtureRun("x", 1024, 1, 1000, 5)}}}}).FaultTable() != nil {
 		t.Error("a fault table for runs without faults")
 	}
