@@ -31,50 +31,85 @@ func NewHDR() *hdrhistogram.Histogram {
 
 // Histogram is a latency histogram written by one writer at a time (one
 // goroutine, or callbacks that never run concurrently) and drained by a
-// collector. Recording takes no lock: it marks itself in progress with an
-// atomic sequence number around the write. A collector drains in two steps:
-// Cut swaps in a spare, which takes a few nanoseconds, so that many
-// histograms can be cut at one instant; FoldInto later adds what was cut to
-// a destination, waiting only for a write still in progress on it.
+// collector. It has one or more lanes: distributions recorded together,
+// such as an acknowledgement's publish latency and service time, which
+// RecordPair writes under one guard. Recording takes no lock: it marks
+// itself in progress with an atomic sequence number around the write. A
+// collector drains in two steps: Cut swaps in spare counts, which takes a
+// few nanoseconds, so that many histograms can be cut at one instant;
+// FoldInto later adds what was cut to destinations, waiting only for a
+// write still in progress on it.
 type Histogram struct {
 	seq     atomic.Uint64 // odd while a value is being recorded
-	active  atomic.Pointer[Counts]
+	active  atomic.Pointer[stretch]
 	drainMu sync.Mutex
-	spare   *Counts // guarded by drainMu; nil between Cut and FoldInto
-	cut     *Counts // guarded by drainMu
-	cutSeq  uint64  // seq at the cut
-	clamped atomic.Int64
+	spare   *stretch // guarded by drainMu; nil between Cut and FoldInto
+	cut     *stretch // guarded by drainMu
+	cutSeq  uint64   // seq at the cut
+	clamped []atomic.Int64
 }
 
-// NewHistogram returns an empty Histogram.
-func NewHistogram() *Histogram {
-	h := &Histogram{spare: NewCounts()}
-	h.active.Store(NewCounts())
+// stretch is what a Histogram recorded between two cuts: a Counts per
+// lane.
+type stretch struct{ lanes []*Counts }
+
+func newStretch(lanes int) *stretch {
+	s := &stretch{lanes: make([]*Counts, lanes)}
+	for i := range s.lanes {
+		s.lanes[i] = NewCounts()
+	}
+	return s
+}
+
+// NewHistogram returns an empty Histogram of one lane.
+func NewHistogram() *Histogram { return NewLanes(1) }
+
+// NewLanes returns an empty Histogram of n lanes.
+func NewLanes(n int) *Histogram {
+	h := &Histogram{spare: newStretch(n), clamped: make([]atomic.Int64, n)}
+	h.active.Store(newStretch(n))
 	return h
 }
 
-// RecordNanos records a latency given in nanoseconds. Negative values are
-// recorded as 0; values above HighestMicros are recorded as HighestMicros and
-// counted in Clamped. It does not allocate and must not be called
-// concurrently with itself.
-func (h *Histogram) RecordNanos(ns int64) {
-	us := ns / 1000
-	if us < 0 {
-		us = 0
-	}
+// micros turns a latency in nanoseconds into the microseconds lane
+// records: negative values become 0, values above HighestMicros
+// HighestMicros, counted in Clamped.
+func (h *Histogram) micros(lane int, ns int64) int64 {
+	us := max(ns/1000, 0)
 	if us > HighestMicros {
 		us = HighestMicros
-		h.clamped.Add(1)
+		h.clamped[lane].Add(1)
 	}
+	return us
+}
+
+// RecordNanos records a latency given in nanoseconds in lane 0. Negative
+// values are recorded as 0; values above HighestMicros are recorded as
+// HighestMicros and counted in Clamped. It does not allocate and must not
+// be called concurrently with itself or RecordPair.
+func (h *Histogram) RecordNanos(ns int64) {
+	us := h.micros(0, ns)
 	h.seq.Add(1)
-	h.active.Load().Record(us)
+	h.active.Load().lanes[0].Record(us)
 	h.seq.Add(1)
 }
 
-// Cut ends the stretch being recorded: values recorded from now on go to a
-// fresh histogram, the ones before are kept for FoldInto. A Cut without a
+// RecordPair records a in lane 0 and b in lane 1, as RecordNanos does, under
+// one guard: half the atomic operations of two histograms. The Histogram
+// must have two lanes or more.
+func (h *Histogram) RecordPair(a, b int64) {
+	ua, ub := h.micros(0, a), h.micros(1, b)
+	h.seq.Add(1)
+	s := h.active.Load()
+	s.lanes[0].Record(ua)
+	s.lanes[1].Record(ub)
+	h.seq.Add(1)
+}
+
+// Cut ends the stretch being recorded: values recorded from now on go to
+// fresh counts, the ones before are kept for FoldInto. A Cut without a
 // FoldInto since the previous one does nothing, so no value is ever lost.
-// It is safe to call concurrently with RecordNanos.
+// It is safe to call concurrently with RecordNanos and RecordPair.
 func (h *Histogram) Cut() {
 	h.drainMu.Lock()
 	defer h.drainMu.Unlock()
@@ -86,9 +121,10 @@ func (h *Histogram) Cut() {
 	h.cutSeq = h.seq.Load()
 }
 
-// FoldInto adds the values cut by the last Cut to dst; without a Cut, it
-// does nothing. It is safe to call concurrently with RecordNanos.
-func (h *Histogram) FoldInto(dst *Counts) {
+// FoldInto adds the values of lane i cut by the last Cut to dst[i] (one
+// destination per lane); without a Cut, it does nothing. It is safe to call concurrently with RecordNanos
+// and RecordPair.
+func (h *Histogram) FoldInto(dst ...*Counts) {
 	h.drainMu.Lock()
 	defer h.drainMu.Unlock()
 	old := h.cut
@@ -97,27 +133,21 @@ func (h *Histogram) FoldInto(dst *Counts) {
 	}
 	// A writer that loaded old before the swap may still be writing to it:
 	// wait until its sequence number moves on. Writers that started after
-	// the swap use the new histogram.
+	// the swap use the new counts.
 	if s := h.cutSeq; s&1 == 1 {
 		for h.seq.Load() == s {
 			runtime.Gosched()
 		}
 	}
-	dst.Add(old)
-	old.Reset()
+	for i, c := range old.lanes {
+		dst[i].Add(c)
+		c.Reset()
+	}
 	h.cut, h.spare = nil, old
 }
 
-// DrainInto adds everything recorded since the last drain to dst and resets
-// the Histogram: a Cut and a FoldInto. It is safe to call concurrently with
-// RecordNanos.
-func (h *Histogram) DrainInto(dst *Counts) {
-	h.Cut()
-	h.FoldInto(dst)
-}
-
-// Clamped returns how many recorded values exceeded HighestMicros.
-func (h *Histogram) Clamped() int64 { return h.clamped.Load() }
+// Clamped returns how many values recorded in lane exceeded HighestMicros.
+func (h *Histogram) Clamped(lane int) int64 { return h.clamped[lane].Load() }
 
 // Encode returns the histogram in HdrHistogram's compressed, base64-encoded V2
 // format, readable by every HdrHistogram implementation.

@@ -12,7 +12,7 @@ func TestRecordAndSummarize(t *testing.T) {
 		h.RecordNanos(i * 1000) // 1..1000 µs
 	}
 	agg := NewCounts()
-	h.DrainInto(agg)
+	drain(h, agg)
 	s := Summarize(agg.Histogram())
 	if s.Count != 1000 {
 		t.Fatalf("count %d", s.Count)
@@ -29,7 +29,7 @@ func TestRecordAndSummarize(t *testing.T) {
 	check("mean", s.Mean, 0.5005)
 	// The drain reset the source.
 	again := NewCounts()
-	h.DrainInto(again)
+	drain(h, again)
 	if again.Total() != 0 {
 		t.Errorf("drain did not reset: %d left", again.Total())
 	}
@@ -40,7 +40,7 @@ func TestSubMillisecondKept(t *testing.T) {
 	h.RecordNanos(250_000) // 0.25 ms
 	h.RecordNanos(400)     // below 1 µs: recorded as 0, not dropped
 	agg := NewCounts()
-	h.DrainInto(agg)
+	drain(h, agg)
 	if agg.Total() != 2 {
 		t.Fatalf("count %d, want 2", agg.Total())
 	}
@@ -54,9 +54,9 @@ func TestClamp(t *testing.T) {
 	h.RecordNanos(-5)
 	h.RecordNanos((HighestMicros + 10) * 1000)
 	agg := NewCounts()
-	h.DrainInto(agg)
-	if ah := agg.Histogram(); ah.TotalCount() != 2 || h.Clamped() != 1 || ah.Min() != 0 {
-		t.Errorf("count %d clamped %d min %d", agg.Total(), h.Clamped(), agg.Histogram().Min())
+	drain(h, agg)
+	if ah := agg.Histogram(); ah.TotalCount() != 2 || h.Clamped(0) != 1 || ah.Min() != 0 {
+		t.Errorf("count %d clamped %d min %d", agg.Total(), h.Clamped(0), agg.Histogram().Min())
 	}
 }
 
@@ -84,7 +84,7 @@ func TestMergeIsExact(t *testing.T) {
 	merged := NewHDR()
 	for _, p := range parts {
 		enc := NewCounts()
-		p.DrainInto(enc)
+		drain(p, enc)
 		s, err := Encode(enc.Histogram())
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestMergeIsExact(t *testing.T) {
 		merged.Merge(dec)
 	}
 	want := NewCounts()
-	all.DrainInto(want)
+	drain(all, want)
 	if !merged.Equals(want.Histogram()) {
 		t.Fatalf("merged %v != direct %v", Summarize(merged), Summarize(want.Histogram()))
 	}
@@ -135,9 +135,9 @@ func TestDrainWhileRecording(t *testing.T) {
 			drained = true
 		default:
 		}
-		h.DrainInto(total)
+		drain(h, total)
 	}
-	h.DrainInto(total)
+	drain(h, total)
 	th := total.Histogram()
 	if th.TotalCount() != n {
 		t.Fatalf("drained %d values, recorded %d", th.TotalCount(), n)
@@ -164,7 +164,7 @@ func BenchmarkDrainInto(b *testing.B) {
 				h.RecordNanos((1 + i*5) * 1_000_000)
 			}
 			b.StartTimer()
-			h.DrainInto(dst)
+			drain(h, dst)
 		}
 	})
 	b.Run("hdr-merge", func(b *testing.B) {
@@ -203,8 +203,31 @@ func TestCutSplitsStretches(t *testing.T) {
 	if rest.Total() != 0 {
 		t.Fatalf("fold without a cut added %d values", rest.Total())
 	}
-	h.DrainInto(rest)
+	drain(h, rest)
 	if rh := rest.Histogram(); rh.TotalCount() != 2 || !rh.ValuesAreEquivalent(rh.Min(), 2000) || !rh.ValuesAreEquivalent(rh.Max(), 3000) {
 		t.Fatalf("second stretch: count %d min %d max %d, want 2000 and 3000 µs", rh.TotalCount(), rh.Min(), rh.Max())
+	}
+}
+
+// drain adds everything h recorded since the last drain to dst (one per
+// lane): a Cut and a FoldInto, as the collector does.
+func drain(h *Histogram, dst ...*Counts) {
+	h.Cut()
+	h.FoldInto(dst...)
+}
+
+// TestRecordPair: a pair is recorded in two lanes, each folded into its own
+// destination, and each lane counts its own clamped values.
+func TestRecordPair(t *testing.T) {
+	h := NewLanes(2)
+	h.RecordPair(5_000_000, 2_000_000)
+	h.RecordPair((HighestMicros+1)*1000, 1_000_000)
+	pub, svc := NewCounts(), NewCounts()
+	drain(h, pub, svc)
+	if pub.Total() != 2 || svc.Total() != 2 || h.Clamped(0) != 1 || h.Clamped(1) != 0 {
+		t.Fatalf("lanes %d and %d values, clamped %d and %d", pub.Total(), svc.Total(), h.Clamped(0), h.Clamped(1))
+	}
+	if ph, sh := pub.Histogram(), svc.Histogram(); !ph.ValuesAreEquivalent(ph.Min(), 5000) || !sh.ValuesAreEquivalent(sh.Max(), 2000) {
+		t.Errorf("lane 0 min %d µs, lane 1 max %d µs: want 5000 and 2000", ph.Min(), sh.Max())
 	}
 }

@@ -75,9 +75,9 @@ type collector struct {
 // an interval's bounds are exact however many clients there are.
 func (c *collector) sample(phase results.Phase) results.Interval {
 	now := clock.Now()
-	c.eachHistogram(func(h *metrics.Histogram, _ *metrics.Counts) { h.Cut() })
+	c.eachHistogram(func(h *metrics.Histogram, _ ...*metrics.Counts) { h.Cut() })
 	t := c.r.totals()
-	c.eachHistogram(func(h *metrics.Histogram, dst *metrics.Counts) { h.FoldInto(dst) })
+	c.eachHistogram(func(h *metrics.Histogram, dst ...*metrics.Counts) { h.FoldInto(dst...) })
 	// Interval counts come from the histograms, which hold exactly one entry
 	// per send (send lag), acknowledgement (publish latency) and consumed
 	// message (end-to-end), so counts and latencies always cover the same
@@ -110,11 +110,10 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 }
 
 // eachHistogram calls f with every client histogram and the interval
-// histogram it drains into.
-func (c *collector) eachHistogram(f func(*metrics.Histogram, *metrics.Counts)) {
+// counts its lanes drain into.
+func (c *collector) eachHistogram(f func(*metrics.Histogram, ...*metrics.Counts)) {
 	for _, p := range c.r.producers {
-		f(p.stats.publishLatency, c.cur.pub)
-		f(p.stats.serviceTime, c.cur.svc)
+		f(p.stats.acks, c.cur.pub, c.cur.svc) // publishLane, serviceLane
 		f(p.stats.sendLag, c.cur.lag)
 	}
 	for _, s := range c.r.consumers {

@@ -31,16 +31,23 @@ type producerStats struct {
 	lastAck atomic.Int64
 	_       [40]byte
 
-	// publishLatency runs from the intended send time, serviceTime from
-	// the actual send time (the broker's and client's share alone).
-	publishLatency, serviceTime, sendLag *metrics.Histogram
-	failMu                               sync.Mutex
-	failedByKind                         map[string]int64
-	failedSeqs                           accounting.SeqSet
+	// acks records two lanes per acknowledgement: the publish latency,
+	// from the intended send time (lane 0), and the service time, from the
+	// actual send time, the broker's and client's share alone (lane 1).
+	acks, sendLag *metrics.Histogram
+	failMu        sync.Mutex
+	failedByKind  map[string]int64
+	failedSeqs    accounting.SeqSet
 }
 
+// Lanes of producerStats.acks.
+const (
+	publishLane = iota
+	serviceLane
+)
+
 func newProducerStats() *producerStats {
-	return &producerStats{publishLatency: metrics.NewHistogram(), serviceTime: metrics.NewHistogram(), sendLag: metrics.NewHistogram(), failedByKind: map[string]int64{}}
+	return &producerStats{acks: metrics.NewLanes(2), sendLag: metrics.NewHistogram(), failedByKind: map[string]int64{}}
 }
 
 // producerWorker sends one producer's messages on its schedule. Messages
@@ -106,8 +113,7 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 			w.stats.lastAck.Store(now)
 		}
 		if w.record {
-			w.stats.publishLatency.RecordNanos(now - st.intent)
-			w.stats.serviceTime.RecordNanos(now - m.Time)
+			w.stats.acks.RecordPair(now-st.intent, now-m.Time)
 		}
 	} else {
 		w.stats.failed.Add(1)

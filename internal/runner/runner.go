@@ -780,10 +780,10 @@ func (r *run) count() {
 			cnt.FailedByKind[k] += v
 		}
 		p.stats.failMu.Unlock()
-		cnt.LatencyClamped += p.stats.publishLatency.Clamped() + p.stats.sendLag.Clamped()
+		cnt.LatencyClamped += p.stats.acks.Clamped(publishLane) + p.stats.sendLag.Clamped(0)
 	}
 	for _, s := range r.consumers {
-		cnt.LatencyClamped += s.endToEnd.Clamped()
+		cnt.LatencyClamped += s.endToEnd.Clamped(0)
 		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
 	r.reconcile(cnt)
