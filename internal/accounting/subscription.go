@@ -3,7 +3,6 @@ package accounting
 import (
 	"math/bits"
 	"sync"
-	"sync/atomic"
 )
 
 // Subscription records the messages delivered to one subscription (all its
@@ -11,14 +10,18 @@ import (
 type Subscription struct {
 	mu         sync.Mutex
 	seen       []SeqSet // by producer id
-	distinct   atomic.Int64
+	distinct   int64
 	duplicated int64
 	unknown    int64
 }
 
 // Distinct returns how many different messages of the run's producers were
-// delivered: redeliveries count once. It does not take the lock.
-func (s *Subscription) Distinct() int64 { return s.distinct.Load() }
+// delivered: redeliveries count once.
+func (s *Subscription) Distinct() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.distinct
+}
 
 // NewSubscription returns a record for a run with the given number of
 // producers, whose ids are 0 to producers-1.
@@ -48,7 +51,7 @@ func (s *Subscription) Record(producer uint32, seq uint64) Verdict {
 		s.duplicated++
 		return Duplicate
 	}
-	s.distinct.Add(1)
+	s.distinct++
 	return First
 }
 
