@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -36,19 +38,29 @@ func (l latencies) reset() {
 	l.e2e.Reset()
 }
 
+// summaries are one stretch's distributions as hdrhistogram-go
+// histograms, for percentiles and encoding: made once per stretch.
+type summaries struct {
+	pub, svc, lag, e2e *hdrhistogram.Histogram
+}
+
+func (l latencies) summaries() summaries {
+	return summaries{pub: l.pub.Histogram(), svc: l.svc.Histogram(), lag: l.lag.Histogram(), e2e: l.e2e.Histogram()}
+}
+
 // encode returns the histograms encoded; one that cannot be encoded is
 // left empty and named in the error.
-func (l latencies) encode() (results.Histograms, error) {
-	var h results.Histograms
+func (h summaries) encode() (results.Histograms, error) {
+	var out results.Histograms
 	var errs []error
-	for dst, c := range map[*string]*metrics.Counts{
-		&h.PublishLatency: l.pub, &h.ServiceTime: l.svc, &h.SendLag: l.lag, &h.EndToEndLatency: l.e2e,
+	for dst, hh := range map[*string]*hdrhistogram.Histogram{
+		&out.PublishLatency: h.pub, &out.ServiceTime: h.svc, &out.SendLag: h.lag, &out.EndToEndLatency: h.e2e,
 	} {
-		enc, err := metrics.Encode(c.Histogram())
+		enc, err := metrics.Encode(hh)
 		*dst = enc
 		errs = append(errs, err)
 	}
-	return h, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // collector turns counters and histograms into intervals and the
@@ -82,10 +94,11 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 	// per send (send lag), acknowledgement (publish latency) and consumed
 	// message (end-to-end), so counts and latencies always cover the same
 	// messages. Counters give the failures and the running totals.
+	cur := c.cur.summaries()
 	iv := results.Interval{
 		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
 		Backlog: max(0, t.sent*int64(c.r.w.SubscriptionsPerTopic)-t.consumed),
-		Traffic: traffic(c.cur, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
+		Traffic: traffic(cur, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
 	if c.r.cfg.SampleSystem != nil {
 		iv.System = c.r.cfg.SampleSystem()
@@ -97,7 +110,7 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		c.warm.merge(c.cur)
 	}
 	if j := c.r.cfg.Journal; j != nil {
-		h, _ := c.cur.encode() // an interval without histograms still has its counts
+		h, _ := cur.encode() // an interval without histograms still has its counts
 		j.Interval(iv, h)
 	}
 	c.cur.reset()

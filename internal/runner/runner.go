@@ -736,9 +736,10 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if c.measuring && c.measureTo > c.measureFrom {
 		secs = float64(c.measureTo-c.measureFrom) / 1e9
 	}
+	agg := c.agg.summaries()
 	r.res.Measured = results.Aggregate{
 		DurationSeconds: secs,
-		Traffic:         traffic(c.agg, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
+		Traffic:         traffic(agg, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
 	}
 	m := &r.res.Measured
 	m.System = meanSystem(r.res.Intervals)
@@ -753,7 +754,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		m.PublishMBps, m.ConsumeMBps = m.PublishRate*float64(r.w.MessageSize)/1e6, m.ConsumeRate*float64(r.w.MessageSize)/1e6
 	}
 	var err error
-	if r.res.Histograms, err = c.agg.encode(); err != nil {
+	if r.res.Histograms, err = agg.encode(); err != nil {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
 	r.count()
@@ -860,11 +861,11 @@ func cpuStarved(m *results.Aggregate, interval time.Duration) string {
 	return strings.Join(signs, "; ")
 }
 
-func traffic(l latencies, failed int64, secs float64, messageSize int) results.Traffic {
+func traffic(h summaries, failed int64, secs float64, messageSize int) results.Traffic {
 	t := results.Traffic{
-		Sent: l.lag.Total(), Acked: l.pub.Total(), Failed: failed, Consumed: l.e2e.Total(),
-		PublishLatency: metrics.Summarize(l.pub.Histogram()), ServiceTime: metrics.Summarize(l.svc.Histogram()),
-		SendLag: metrics.Summarize(l.lag.Histogram()), EndToEndLatency: metrics.Summarize(l.e2e.Histogram()),
+		Sent: h.lag.TotalCount(), Acked: h.pub.TotalCount(), Failed: failed, Consumed: h.e2e.TotalCount(),
+		PublishLatency: metrics.Summarize(h.pub), ServiceTime: metrics.Summarize(h.svc),
+		SendLag: metrics.Summarize(h.lag), EndToEndLatency: metrics.Summarize(h.e2e),
 	}
 	if secs > 0 {
 		t.PublishRate, t.ConsumeRate = float64(t.Acked)/secs, float64(t.Consumed)/secs
