@@ -81,15 +81,16 @@ func TestJournalCloseRemoves(t *testing.T) {
 }
 
 func TestJournalRejects(t *testing.T) {
-	for name, text := range map[string]string{
-		"empty":        "",
-		"no head":      `{"creatingTopic":"t"}` + "\n",
-		"results file": `{"schema":"brokerbench/results/v1","workload":{}}` + "\n",
-		"second head":  `{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\n" + `{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\n",
-		"garbage line": `{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\nnot json\n{}\n",
+	for name, tc := range map[string]struct{ text, want string }{
+		"empty":        {"", "empty journal"},
+		"no head":      {`{"creatingTopic":"t"}` + "\n", ":1: journal without a head line first"},
+		"results file": {`{"schema":"brokerbench/results/v1","workload":{}}` + "\n", ":1: journal without a head line first"},
+		"second head":  {`{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\n" + `{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\n", ":2: a second head"},
+		"garbage line": {`{"head":{"schema":"brokerbench/journal/v1","workload":{}}}` + "\nnot json\n{}\n", ":2: not a journal line"},
+		"other schema": {`{"head":{"schema":"x","workload":{}}}` + "\n", `:1: not a brokerbench journal (schema "x"`},
 	} {
-		if _, _, err := ReadJournal(name, []byte(text)); err == nil || !strings.Contains(err.Error(), name) && !strings.Contains(err.Error(), "journal") {
-			t.Errorf("%s: err %v", name, err)
+		if _, _, err := ReadJournal("j", []byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", name, err, tc.want)
 		}
 	}
 }
