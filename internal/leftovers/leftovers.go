@@ -16,10 +16,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/brokerbench/brokerbench/internal/proc"
 )
 
 // Entry is one run's record.
@@ -110,19 +110,18 @@ func (r *Registry) write(e Entry) error {
 	return os.Rename(tmp, r.path(e.RunID))
 }
 
-// running reports whether pid is a live process of the executable exe.
+// running reports whether pid is a live process of the executable exe: a
+// zombie, or a live process of another program (the PID reused), is not
+// the run.
 func running(pid int, exe string) bool {
-	if pid <= 0 {
+	if !proc.Live(pid) {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	got, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	got, err := proc.Executable(pid)
 	if err != nil || exe == "" {
 		return true // cannot tell: assume it is the run
 	}
-	return strings.TrimSuffix(got, " (deleted)") == exe
+	return got == exe
 }
 
 // Tracker records one live run's topics. It is safe for concurrent use;

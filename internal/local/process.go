@@ -7,7 +7,6 @@
 package local
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/brokerbench/brokerbench/internal/proc"
 )
 
 // DefaultCacheDir returns where downloaded broker distributions are kept:
@@ -47,19 +48,7 @@ func DefaultStateDir() string {
 var ErrPortInUse = errors.New("in use by a process brokerbench did not start")
 
 func alive(pid int, marker string) bool {
-	if pid <= 0 {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && bytes.Contains(cmdline, []byte(marker))
+	return proc.Live(pid) && proc.CommandLineHas(pid, marker)
 }
 
 func readPID(path string) (int, error) {

@@ -1,0 +1,42 @@
+// Package proc reads processes' state from Linux's /proc: whether a PID is
+// a live process, and what it runs. A process that exited but was not
+// reaped (a zombie, common where PID 1 does not reap orphans) still answers
+// kill(pid, 0); it is not live here.
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+func path(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
+
+// Live reports whether pid is a process that exists and is neither a
+// zombie nor dead.
+func Live(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(path(pid, "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may hold
+	// spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// CommandLineHas reports whether pid's command line contains s.
+func CommandLineHas(pid int, s string) bool {
+	cmdline, err := os.ReadFile(path(pid, "cmdline"))
+	return err == nil && bytes.Contains(cmdline, []byte(s))
+}
+
+// Executable returns the path of the program pid runs.
+func Executable(pid int) (string, error) {
+	exe, err := os.Readlink(path(pid, "exe"))
+	return strings.TrimSuffix(exe, " (deleted)"), err
+}
