@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -268,7 +269,7 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		if taken[n.Host] == nil {
 			taken[n.Host] = map[int]bool{}
 		}
-		for _, name := range sortedKeys(n.Ports) {
+		for _, name := range slices.Sorted(maps.Keys(n.Ports)) {
 			preferred := 0
 			if name == "client" {
 				preferred = c.Port
@@ -387,13 +388,4 @@ func newClusterID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,11 +3,11 @@ package local_test
 import (
 	"context"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
@@ -78,7 +78,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatalf("single node after the cluster: %+v", st)
 	}
 	for _, pid := range pids {
-		if processRuns(pid) {
+		if proc.Live(pid) {
 			t.Errorf("node pid %d of the old layout still runs", pid)
 		}
 	}
@@ -92,18 +92,4 @@ func TestClusterLifecycle(t *testing.T) {
 	if again.Status().Nodes[0].Running {
 		t.Error("node still running after Down")
 	}
-}
-
-// processRuns reports whether pid is a live, not zombie, process.
-func processRuns(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	for i := len(data) - 1; i > 0; i-- {
-		if data[i] == ')' {
-			return i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -157,7 +158,9 @@ func ReadJournal(name string, data []byte) (*Run, []string, error) {
 		case l.CreatingTopic != "":
 			live = append(live, l.CreatingTopic)
 		case l.DeletedTopic != "":
-			live = removeString(live, l.DeletedTopic)
+			if i := slices.Index(live, l.DeletedTopic); i >= 0 {
+				live = slices.Delete(live, i, i+1)
+			}
 		case l.Interval != nil:
 			run.Intervals = append(run.Intervals, *l.Interval)
 			if (l.Interval.Phase == Measure || l.Interval.Phase == BacklogDrain) && l.Histograms != nil {
@@ -237,15 +240,6 @@ func journalTotals(run *Run, pub, svc, lag, e2e *hdrhistogram.Histogram) (Aggreg
 	m.PublishLatency, m.ServiceTime = metrics.Summarize(pub), metrics.Summarize(svc)
 	m.SendLag, m.EndToEndLatency = metrics.Summarize(lag), metrics.Summarize(e2e)
 	return m, c
-}
-
-func removeString(list []string, s string) []string {
-	for i, v := range list {
-		if v == s {
-			return append(list[:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 // IsJournal reports whether path names a journal.
