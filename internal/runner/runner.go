@@ -137,6 +137,10 @@ type run struct {
 	// broker stored: only then is a missing message lost rather than
 	// undelivered.
 	drained bool
+	// stored is the broker's count of the run's messages once settled,
+	// read by the drain and by the final accounting; nil until either
+	// asks for it.
+	stored *storedCount
 	// sentAll is true when the producers sent their whole message limit.
 	sentAll bool
 	closers []func()
@@ -694,17 +698,24 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 	// rebalance after a fault, must not end the drain while messages are
 	// still on their way and turn them into "lost". Messages the broker
 	// acknowledged and lost never arrive, and are counted by reconcile.
-	stored := int64(-1)
+	// The broker's count settles in the background (replicas may still
+	// be fetching the last acknowledged messages); until it has, the
+	// drain is not over.
+	subs := int64(r.w.SubscriptionsPerTopic)
+	want := func() int64 { return r.totals().acked * subs }
 	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
-		if n, err := r.storedMessages(ctx, sc); err == nil {
-			stored = n
+		r.stored = r.settleStored(ctx, sc, func() int64 { return r.totals().acked })
+		want = func() int64 {
+			if n, ok := r.stored.settled(); ok {
+				return n * subs
+			}
+			select {
+			case <-r.stored.done: // the driver failed: acknowledgements only
+				return r.totals().acked * subs
+			default:
+				return math.MaxInt64
+			}
 		}
-	}
-	want := func() int64 {
-		if stored >= 0 {
-			return stored * int64(r.w.SubscriptionsPerTopic)
-		}
-		return r.totals().acked * int64(r.w.SubscriptionsPerTopic)
 	}
 	caughtUp := func() bool { return r.distinct() >= want() }
 	if caughtUp() {
@@ -713,10 +724,14 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 	if c.sampleUntil(ctx, results.Drain, nil, caughtUp, time.Time{}) == conditionMet {
 		return nil
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("drain: consumers did not catch up within %s: %d of %d messages received", bound, r.distinct(), want())
+	of := fmt.Sprintf("%d of %d messages received", r.distinct(), want())
+	if want() == math.MaxInt64 {
+		of = fmt.Sprintf("%d messages received; the broker's count of stored messages had not settled", r.distinct())
 	}
-	return fmt.Errorf("drain abandoned: %d of %d messages received", r.distinct(), want())
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("drain: consumers did not catch up within %s: %s", bound, of)
+	}
+	return fmt.Errorf("drain abandoned: %s", of)
 }
 
 // distinct is the number of different messages the subscriptions received,
@@ -789,7 +804,10 @@ func (r *run) count() {
 	}
 	r.reconcile(cnt)
 	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
-		stored, err := r.storedMessages(r.cfg.Abandon, sc)
+		if r.stored == nil {
+			r.stored = r.settleStored(r.cfg.Abandon, sc, func() int64 { return t.acked })
+		}
+		stored, err := r.stored.wait()
 		if err != nil {
 			r.res.Warnings = append(r.res.Warnings, "count stored messages: "+err.Error())
 		} else {

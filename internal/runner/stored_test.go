@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestSettleWaitsForReplicas: a count that lags the acknowledgements and
+// rises as replicas catch up is read until it reaches them.
+func TestSettleWaitsForReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		// 1000 acknowledged; the count rises by 100 every 300 ms from 400.
+		count := func(context.Context) (int64, error) {
+			return min(1000, 400+100*int64(time.Since(start)/(300*time.Millisecond))), nil
+		}
+		n, err := settle(context.Background(), count, func() int64 { return 1000 })
+		if err != nil || n != 1000 {
+			t.Fatalf("settle = %d, %v; want 1000", n, err)
+		}
+		if took := time.Since(start); took < 1800*time.Millisecond || took > 2200*time.Millisecond {
+			t.Errorf("settled after %s; the count reached 1000 after 1.8 s", took)
+		}
+	})
+}
+
+// TestSettleAcceptsLoss: a count that stays below the acknowledgements
+// (the broker lost some) is final after storedSettle unchanged.
+func TestSettleAcceptsLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		count := func(context.Context) (int64, error) {
+			if time.Since(start) < time.Second {
+				return 900, nil
+			}
+			return 950, nil
+		}
+		n, err := settle(context.Background(), count, func() int64 { return 1000 })
+		if err != nil || n != 950 {
+			t.Fatalf("settle = %d, %v; want 950", n, err)
+		}
+		took := time.Since(start)
+		if want := time.Second + storedSettle; took < want || took > want+time.Second {
+			t.Errorf("settled after %s; want about %s (the last change plus %s)", took, want, storedSettle)
+		}
+	})
+}
+
+// TestSettleBounded: the wait ends with the caller's context, keeping the
+// last count, and a driver error is returned as it is.
+func TestSettleBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		rising := func(context.Context) (int64, error) { return int64(time.Since(start) / time.Millisecond), nil }
+		n, err := settle(ctx, rising, func() int64 { return 1 << 40 })
+		if err != nil || n < 2500 || n > 3000 {
+			t.Fatalf("settle = %d, %v; want the count read just before 3 s", n, err)
+		}
+	})
+	broken := errors.New("broker gone")
+	if _, err := settle(context.Background(), func(context.Context) (int64, error) { return 0, broken }, func() int64 { return 1 }); !errors.Is(err, broken) {
+		t.Fatalf("settle error = %v; want %v", err, broken)
+	}
+}
