@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,6 +26,7 @@ type localFlags struct {
 	heapMB      int // 0: the kind's default for the cluster's size
 	brokers     int
 	controllers int
+	links       bool
 }
 
 func (f *localFlags) register(cmd *cobra.Command) {
@@ -34,6 +37,7 @@ func (f *localFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.heapMB, "heap-mb", 0, "JVM heap of each broker in MiB (default 1024 for one broker, 512 each in a cluster)")
 	fl.IntVar(&f.brokers, "brokers", 1, fmt.Sprintf("number of brokers, 1 to %d: one on 127.0.0.1, or broker i on 127.0.1.i", maxLocalBrokers))
 	fl.IntVar(&f.controllers, "controllers", 0, "dedicated KRaft controllers, on 127.0.2.j (0: the first three brokers are also the controllers)")
+	fl.BoolVar(&f.links, "links", false, "route every connection between nodes, and from clients to nodes, through brokerbench's link proxy, so that workloads can delay, throttle or cut single links (link faults, study setups' network:)")
 }
 
 // registerTarget adds --local-port to a command that runs against the local
@@ -48,6 +52,7 @@ func (f *localFlags) registerTarget(cmd *cobra.Command) {
 // cluster (studies take it from each setup).
 func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.brokers, "local-brokers", 1, fmt.Sprintf("brokers of the local Kafka cluster used when no broker address is given (1 to %d; a running cluster of another size is replaced)", maxLocalBrokers))
+	cmd.Flags().BoolVar(&f.links, "local-links", false, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload); a running cluster without them is replaced")
 }
 
 // validate checks the local broker flags.
@@ -99,6 +104,7 @@ func (f *localFlags) kafka(io IO) *local.Cluster {
 		c.HeapMB = f.heapMB
 	}
 	c.Controllers = f.controllers
+	c.Links = f.links
 	c.Log = io.Err
 	return c
 }
@@ -121,6 +127,14 @@ func printStatus(io IO, st local.Status) {
 			nodeState = fmt.Sprintf("running, pid %d", n.PID)
 		}
 		fmt.Fprintf(io.Out, "  node %d (%s): %s; %s; log %s\n", n.ID, strings.Join(n.Roles, "+"), nodeState, strings.Join(ports, ", "), n.Log)
+	}
+	if p := st.LinkProxy; p != nil {
+		state := "stopped"
+		if p.Running {
+			state = fmt.Sprintf("running, pid %d", p.PID)
+		}
+		fmt.Fprintf(io.Out, "  link proxy: %s; API %s; log %s\n", state, p.Addr("api"), p.Log)
+		fmt.Fprintf(io.Out, "  the bootstrap names resolve for clients as: %s\n", formatHosts(st.ClientHosts))
 	}
 	if len(st.Nodes) == 0 {
 		fmt.Fprintf(io.Out, "  no cluster recorded in %s\n", st.StateDir)
@@ -200,5 +214,35 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		f.register(c)
 		cmd.AddCommand(c)
 	}
+	cmd.AddCommand(newLinkProxyCmd())
 	return cmd
+}
+
+// newLinkProxyCmd is the process a local cluster with links starts to
+// carry them; users do not run it themselves.
+func newLinkProxyCmd() *cobra.Command {
+	var linksFile, api string
+	cmd := &cobra.Command{
+		Use:    "link-proxy --links FILE --api ADDR",
+		Short:  "Carry a local cluster's links (started by 'local up --links')",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return local.ServeLinks(linksFile, api)
+		},
+	}
+	cmd.Flags().StringVar(&linksFile, "links", "", "the links, as the cluster wrote them")
+	cmd.Flags().StringVar(&api, "api", "", "address of the proxy's control API")
+	_ = cmd.MarkFlagRequired("links")
+	_ = cmd.MarkFlagRequired("api")
+	return cmd
+}
+
+// formatHosts lists name -> address pairs, sorted.
+func formatHosts(hosts map[string]string) string {
+	var pairs []string
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		pairs = append(pairs, name+" -> "+hosts[name])
+	}
+	return strings.Join(pairs, ", ")
 }

@@ -177,6 +177,8 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	sig := watchInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
 	tgt := newTarget(io, f.broker, f.local)
+	tgt.wantCluster(f.local.brokers, nil, w)
+	tgt.local.links = tgt.local.links || f.local.links
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
 		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and bootstrap.servers), and use --local-brokers", w.Source)}
 	}

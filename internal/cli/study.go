@@ -136,7 +136,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	defer stop()
 	cleaned := map[string]bool{} // targets whose leftovers were cleaned
 	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
-		tgt.wantBrokers(r.Setup.Brokers)
+		tgt.wantCluster(r.Setup.Brokers, r.Setup.Network, r.Workload)
 		drv, env, err := tgt.connect(ctx, r.Driver)
 		if err != nil {
 			return nil, err

@@ -31,6 +31,8 @@ type target struct {
 	status  local.Status
 	// fresh: the cluster was just started and has not been warmed up.
 	fresh bool
+	// network shapes the local cluster's links; nil: none.
+	network *workload.Network
 }
 
 // takeFresh reports whether the local cluster was just started, once.
@@ -50,33 +52,64 @@ func newTarget(io IO, broker string, local localFlags) *target {
 	return t
 }
 
-// wantBrokers sets the number of brokers of the local cluster the next
-// runs go to.
-func (t *target) wantBrokers(n int) { t.local.brokers = max(1, n) }
+// wantCluster sets the local cluster the next runs of w go to: its number
+// of brokers, and its network. Its links pass through the link proxy when
+// network is set or w has link faults.
+func (t *target) wantCluster(brokers int, network *workload.Network, w *workload.Workload) {
+	t.local.brokers = max(1, brokers)
+	t.network = network
+	t.local.links = network != nil || w.NeedsLinks()
+}
 
-// endpointsFor returns the endpoints a driver for dc should use; nil lets
-// the driver use its config's own. On the local target it starts the
-// local cluster, or replaces the running one if its size differs.
-func (t *target) endpointsFor(ctx context.Context, dc *workload.DriverConfig) ([]string, error) {
+// driverOptions returns the endpoints a driver for dc should use (none:
+// the driver uses its config's own) and how to resolve the names they
+// advertise. On the local target it starts the local cluster, or replaces
+// the running one if its size or links differ, and shapes its network.
+func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (driver.Options, error) {
 	if !t.usesLocal(dc) {
-		return t.endpoints, nil
+		return driver.Options{Endpoints: t.endpoints}, nil
 	}
-	if t.cluster == nil || t.cluster.Brokers != t.local.brokers {
+	if t.cluster == nil || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links {
 		if err := t.release(); err != nil {
-			return nil, withCode(ExitRunFailed, err)
+			return driver.Options{}, withCode(ExitRunFailed, err)
 		}
 		c := t.local.kafka(t.io)
 		before := c.Status()
 		running := before.Running && len(before.Nodes) == c.Brokers+c.Controllers
 		st, err := c.Up(ctx)
 		if err != nil {
-			return nil, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka cluster: %w%s", err, t.local.portAdvice(err)))
+			return driver.Options{}, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka cluster: %w%s", err, t.local.portAdvice(err)))
 		}
 		t.cluster, t.status, t.started, t.fresh = c, st, !running, !running
 		fmt.Fprintf(t.io.Err, "using local Kafka %s: %s (stop it with 'brokerbench local down kafka%s')\n",
 			st.Version, t.describeLocal(), t.local.downFlags())
 	}
-	return t.status.Bootstrap, nil
+	if err := t.shapeNetwork(); err != nil {
+		return driver.Options{}, withCode(ExitRunFailed, err)
+	}
+	return driver.Options{Endpoints: t.status.Bootstrap, Hosts: t.status.ClientHosts}, nil
+}
+
+// shapeNetwork gives the local cluster's links the network the runs ask
+// for (t.network), replacing the previous one.
+func (t *target) shapeNetwork() error {
+	if !t.cluster.Links {
+		return nil
+	}
+	nw := t.network
+	if nw == nil {
+		nw = &workload.Network{Zones: 1}
+	}
+	zone := t.cluster.Zones(nw.Zones)
+	crosses := func(l local.Link) bool { return zone[l.From] != zone[l.To] }
+	n, err := t.cluster.ShapeLinks("network", crosses, local.LinkShape{Delay: nw.Delay, Jitter: nw.Jitter})
+	if err != nil {
+		return fmt.Errorf("shape the local cluster's network (%s): %w", nw, err)
+	}
+	if nw.Delay > 0 {
+		fmt.Fprintf(t.io.Err, "network: %s (%d links between zones shaped)\n", nw, n)
+	}
+	return nil
 }
 
 // describeLocal says what the local cluster is and that it shares the
@@ -159,11 +192,12 @@ const connectTimeout = 15 * time.Second
 // environment, broker version included.
 func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver.Driver, results.Environment, error) {
 	env := sysinfo.Collect()
-	endpoints, err := t.endpointsFor(ctx, dc)
+	opts, err := t.driverOptions(ctx, dc)
 	if err != nil {
 		return nil, env, err
 	}
-	drv, err := driver.New(dc, driver.Options{Endpoints: endpoints})
+	endpoints := opts.Endpoints
+	drv, err := driver.New(dc, opts)
 	if err != nil {
 		if errors.Is(err, driver.ErrUnknownDriver) {
 			return nil, env, withCode(ExitInvalidInput, err)

@@ -13,9 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -192,6 +194,23 @@ type Pauser interface {
 type Options struct {
 	// Endpoints, when set, replaces the broker addresses of the config.
 	Endpoints []string
+	// Hosts resolves host names the brokers advertise to addresses,
+	// before the system's resolver, as /etc/hosts would: a local cluster
+	// whose links pass through proxies advertises names that lead each
+	// peer through its own link. Drivers dial every broker with Dial.
+	Hosts map[string]string
+}
+
+// Dial connects to addr (host:port), resolving the host with o.Hosts first,
+// within 10 s unless ctx ends sooner.
+func (o Options) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip, ok := o.Hosts[host]; ok {
+			addr = net.JoinHostPort(ip, port)
+		}
+	}
+	d := net.Dialer{Timeout: 10 * time.Second}
+	return d.DialContext(ctx, network, addr)
 }
 
 // Factory builds a driver from its config. It must validate every setting

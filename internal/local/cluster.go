@@ -68,12 +68,18 @@ type Cluster struct {
 	// cluster tells clients to connect to instead of Port: a proxy in
 	// front of it.
 	AdvertisedPort int
+	// Links puts every connection between nodes, and from the clients to
+	// the nodes, through a link proxy, so that each link can be delayed,
+	// throttled or cut on its own (see ShapeLinks). Clients must resolve
+	// the names the nodes advertise with ClientHosts.
+	Links bool
 	// Log receives progress messages; nil discards them.
 	Log io.Writer
 
 	// ID is the cluster's identity, kept in its record.
 	ID    string
 	nodes []*Node // from the record or the layout
+	proxy *Node   // the link proxy, with Links
 }
 
 // record is the cluster's state file.
@@ -84,6 +90,7 @@ type record struct {
 	Brokers     int     `json:"brokers"`
 	Controllers int     `json:"controllers"`
 	Nodes       []*Node `json:"nodes"`
+	LinkProxy   *Node   `json:"linkProxy,omitempty"`
 }
 
 func (c *Cluster) recordFile() string { return filepath.Join(c.StateDir, "cluster.json") }
@@ -106,7 +113,7 @@ func (c *Cluster) load() (record, bool) {
 
 func (c *Cluster) save() error {
 	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.Kind.Version(), ID: c.ID,
-		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes}, "", "  ")
+		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes, LinkProxy: c.proxy}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -117,7 +124,8 @@ func (c *Cluster) save() error {
 func (c *Cluster) Nodes() []*Node {
 	if c.nodes == nil {
 		if r, ok := c.load(); ok {
-			c.nodes, c.ID = r.Nodes, r.ID
+			c.nodes, c.ID, c.proxy = r.Nodes, r.ID, r.LinkProxy
+			c.Links = r.LinkProxy != nil
 		}
 	}
 	return c.nodes
@@ -133,12 +141,13 @@ func (c *Cluster) Node(id int) *Node {
 	return nil
 }
 
-// Bootstrap returns the client addresses of the broker nodes.
+// Bootstrap returns the client addresses of the broker nodes: with links,
+// names that ClientHosts resolves.
 func (c *Cluster) Bootstrap() []string {
 	var addrs []string
 	for _, n := range c.Nodes() {
 		if _, ok := n.Ports["client"]; ok {
-			addrs = append(addrs, n.Addr("client"))
+			addrs = append(addrs, fmt.Sprintf("%s:%d", c.AdvertisedHost(n), n.Ports["client"]))
 		}
 	}
 	return addrs
@@ -161,7 +170,11 @@ type Status struct {
 	// Bootstrap lists the brokers' client addresses.
 	Bootstrap []string     `json:"bootstrap"`
 	Nodes     []NodeStatus `json:"nodes"`
-	StateDir  string       `json:"stateDir"`
+	// LinkProxy is the process carrying the links, with Links; clients
+	// resolve the names in the bootstrap addresses with ClientHosts.
+	LinkProxy   *NodeStatus       `json:"linkProxy,omitempty"`
+	ClientHosts map[string]string `json:"clientHosts,omitempty"`
+	StateDir    string            `json:"stateDir"`
 }
 
 // Address is the first broker's client address.
@@ -185,6 +198,15 @@ func (c *Cluster) Status() Status {
 		st.Running = st.Running && running
 		st.Nodes = append(st.Nodes, ns)
 	}
+	if c.proxy != nil {
+		pid, running := c.proxy.PID()
+		st.LinkProxy = &NodeStatus{Node: *c.proxy, Running: running, Log: c.proxy.LogFile()}
+		if running {
+			st.LinkProxy.PID = pid
+		}
+		st.Running = st.Running && running
+		st.ClientHosts = c.ClientHosts()
+	}
 	return st
 }
 
@@ -195,29 +217,47 @@ func (c *Cluster) Status() Status {
 // ready.
 func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	prev, had := c.load()
-	if had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers {
-		c.nodes, c.ID = prev.Nodes, prev.ID
+	same := had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers && (prev.LinkProxy != nil) == c.Links
+	if same {
+		c.nodes, c.ID, c.proxy = prev.Nodes, prev.ID, prev.LinkProxy
 		if st := c.Status(); st.Running {
 			return st, c.waitReady(ctx, 60*time.Second)
 		}
 	}
 	if had {
-		if err := c.stopLeftovers(prev.Nodes); err != nil {
+		left := prev.Nodes
+		if prev.LinkProxy != nil {
+			left = append(left, prev.LinkProxy)
+		}
+		if err := c.stopLeftovers(left); err != nil {
 			return Status{}, err
 		}
 	}
 	if err := c.Kind.Install(ctx, c.CacheDir, c.logf); err != nil {
 		return Status{}, err
 	}
-	fresh := !had || prev.Brokers != c.Brokers || prev.Controllers != c.Controllers
+	fresh := !same
 	if err := c.plan(prev, fresh); err != nil {
 		return Status{}, err
+	}
+	if c.Links {
+		for _, n := range c.nodes {
+			if err := c.writeHostsFile(n); err != nil {
+				return Status{}, fmt.Errorf("write node %d hosts file: %w", n.ID, err)
+			}
+		}
 	}
 	if err := c.Kind.Configure(ctx, c, fresh); err != nil {
 		return Status{}, err
 	}
 	if err := c.save(); err != nil {
 		return Status{}, fmt.Errorf("record the cluster in %s: %w", c.StateDir, err)
+	}
+	if c.proxy != nil {
+		if err := c.startLinkProxy(ctx); err != nil {
+			_ = c.Down()
+			return Status{}, err
+		}
 	}
 	for _, n := range c.nodes {
 		if err := c.startNode(n); err != nil {
@@ -256,8 +296,14 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		c.ID = newClusterID()
 	}
 	c.nodes = c.Kind.Layout(c)
+	c.proxy = nil
+	planned := c.nodes
+	if c.Links {
+		c.proxy = c.linkProxyNode()
+		planned = append(slices.Clip(planned), c.proxy)
+	}
 	taken := map[string]map[int]bool{}
-	for _, n := range c.nodes {
+	for _, n := range planned {
 		if fresh {
 			if err := os.RemoveAll(n.Dir); err != nil {
 				return fmt.Errorf("clear %s: %w", n.Dir, err)
@@ -309,6 +355,11 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 				return fmt.Errorf("%s node %d exited during start-up; last lines of %s:\n%s", c.Kind.Name(), n.ID, n.LogFile(), tail(n.LogFile(), 15))
 			}
 		}
+		if c.proxy != nil {
+			if _, ok := c.proxy.PID(); !ok {
+				return fmt.Errorf("the link proxy exited; last lines of %s:\n%s", c.proxy.LogFile(), tail(c.proxy.LogFile(), 15))
+			}
+		}
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 		last = c.Kind.Ready(rctx, c)
 		rcancel()
@@ -347,7 +398,15 @@ func (c *Cluster) Down() error {
 			_ = os.Remove(n.pidFile())
 		}
 	}
-	return stopAll(running)
+	err := stopAll(running)
+	if c.proxy != nil {
+		// The links go last: nodes shutting down still talk to each other.
+		if pid, ok := c.proxy.PID(); ok {
+			c.logf("stopping the link proxy (pid %d)", pid)
+		}
+		err = errors.Join(err, c.proxy.Stop(10*time.Second))
+	}
+	return err
 }
 
 // stopAll stops nodes in parallel: a quorum member waits for the others,

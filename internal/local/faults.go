@@ -22,17 +22,24 @@ import (
 func (c *Cluster) Faults(schedule []workload.Fault, place driver.Placement, seed uint64) ([]faults.Scheduled, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
 	var out []faults.Scheduled
-	for _, spec := range schedule {
+	for i, spec := range schedule {
 		if id := spec.NodeID(); id != 0 && c.Node(id) == nil {
+			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
+		}
+		if spec.OnLinks() && !c.Links {
+			return nil, fmt.Errorf("fault %q acts on links, and this cluster was started without its link proxy: start it with --links (brokerbench starts it so for workloads with link faults)", spec)
+		}
+		if id, err := strconv.Atoi(spec.Peer); err == nil && c.Node(id) == nil {
 			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
 		}
 		if place == nil && (spec.Node == workload.NodeLeader || spec.Node == workload.NodeController) {
 			return nil, fmt.Errorf("fault %q: this driver cannot tell which node is the %s", spec, spec.Node)
 		}
-		f := &nodeFault{c: c, spec: spec, place: place, rng: rng, target: &resolved{}}
+		group := fmt.Sprintf("fault-%d", i+1)
+		f := &nodeFault{c: c, spec: spec, group: group, place: place, rng: rng, target: &resolved{}}
 		out = append(out, faults.Scheduled{At: spec.At, Fault: f})
 		if spec.For > 0 {
-			undo := &nodeFault{c: c, spec: spec, undo: true, target: f.target}
+			undo := &nodeFault{c: c, spec: spec, group: group, undo: true, target: f.target}
 			out = append(out, faults.Scheduled{At: spec.At + spec.For, Fault: undo})
 		}
 	}
@@ -45,18 +52,24 @@ type resolved struct {
 	id int
 }
 
-// nodeFault is one action on a node of a local cluster.
+// nodeFault is one action on a node of a local cluster, or on its links.
 type nodeFault struct {
 	c      *Cluster
 	spec   workload.Fault
-	undo   bool // restart or resume the node the spec acted on
+	group  string // the link shapes of a link fault
+	undo   bool   // restart, resume or heal the node the spec acted on
 	place  driver.Placement
 	rng    *rand.Rand
 	target *resolved
 }
 
 func (f *nodeFault) String() string {
-	if !f.undo {
+	switch {
+	case f.spec.OnLinks() && f.undo:
+		return "heal " + f.spec.Links()
+	case f.spec.OnLinks():
+		return f.spec.Action + " " + f.spec.Links()
+	case !f.undo:
 		return f.spec.Action + " " + nodeWords(f.spec.Node)
 	}
 	return map[string]string{workload.FaultKill: workload.FaultRestart, workload.FaultPause: workload.FaultResume}[f.spec.Action] +
@@ -125,6 +138,9 @@ func (f *nodeFault) act(ctx context.Context, id int, why string) (string, error)
 	if why != "" {
 		target += ", " + why
 	}
+	if f.spec.OnLinks() {
+		return target, f.shapeLinks(id)
+	}
 	action := f.spec.Action
 	if f.undo {
 		action = map[string]string{workload.FaultKill: workload.FaultRestart, workload.FaultPause: workload.FaultResume}[action]
@@ -145,10 +161,45 @@ func (f *nodeFault) act(ctx context.Context, id int, why string) (string, error)
 	return target, err
 }
 
+// shapeLinks gives the links between node id and the fault's peer the
+// fault's shape, or, for its undo, clears them.
+func (f *nodeFault) shapeLinks(id int) error {
+	sel := LinkSelector{Node: id}
+	switch peer := f.spec.Peer; peer {
+	case "":
+	case workload.PeerClient:
+		sel.Peers = []int{0}
+	default:
+		p, _ := strconv.Atoi(peer)
+		sel.Peers = []int{p}
+	}
+	var shape LinkShape
+	if !f.undo {
+		switch f.spec.Action {
+		case workload.FaultDelay:
+			shape.Delay, shape.Jitter = f.spec.Delay, f.spec.Jitter
+		case workload.FaultBandwidth:
+			shape.BytesPerSecond = f.spec.BandwidthKBps * 1000
+		case workload.FaultPartition:
+			shape.Cut = true
+		case workload.FaultReset:
+			shape.Reset = true
+		}
+	}
+	n, err := f.c.ShapeLinks(f.group, sel.Matches, shape)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("no link between node %d and %s", id, nodeWords(f.spec.Peer))
+	}
+	return err
+}
+
 // Heal brings every node back after faults: paused nodes are resumed,
-// stopped ones restarted, and it waits until the cluster is ready.
+// stopped ones restarted, every link cleared of the faults' shapes (the
+// network a setup asked for stays), and it waits until the cluster is
+// ready.
 func (c *Cluster) Heal(ctx context.Context) error {
 	var errs []error
+	errs = append(errs, c.clearFaultLinks())
 	for _, n := range c.Nodes() {
 		if _, ok := n.PID(); ok {
 			errs = append(errs, n.Resume())

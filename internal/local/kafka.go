@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -177,7 +178,7 @@ func kafkaNodeConfig(c *Cluster, n *Node) string {
 	var voters, listeners []string
 	for _, v := range c.nodes {
 		if v.HasRole("controller") {
-			voters = append(voters, fmt.Sprintf("%d@%s", v.ID, v.Addr("controller")))
+			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, c.AdvertisedHost(v), v.Ports["controller"]))
 		}
 	}
 	if n.HasRole("broker") {
@@ -196,7 +197,7 @@ func kafkaNodeConfig(c *Cluster, n *Node) string {
 		if c.AdvertisedPort != 0 && c.Brokers == 1 {
 			advertised = c.AdvertisedPort
 		}
-		fmt.Fprintf(&b, "advertised.listeners=PLAINTEXT://%s:%d\ninter.broker.listener.name=PLAINTEXT\n", n.Host, advertised)
+		fmt.Fprintf(&b, "advertised.listeners=PLAINTEXT://%s:%d\ninter.broker.listener.name=PLAINTEXT\n", c.AdvertisedHost(n), advertised)
 	}
 	fmt.Fprintf(&b, `controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -222,8 +223,13 @@ func kafkaJava(c *Cluster, n *Node, heapMB int, class string, args ...string) []
 	base := []string{"java", fmt.Sprintf("-Xms%dm", heapMB), fmt.Sprintf("-Xmx%dm", heapMB),
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + n.ConfigFile("log4j2.properties"),
-		"-cp", filepath.Join(KafkaLibDir(c.CacheDir), "*"), class}
+		"-Dlog4j2.configurationFile=" + n.ConfigFile("log4j2.properties")}
+	if c.Links {
+		// The JVM resolves the nodes' names from the node's own hosts
+		// file: each peer through its own link.
+		base = append(base, "-Djdk.net.hosts.file="+c.HostsFile(n))
+	}
+	base = append(base, "-cp", filepath.Join(KafkaLibDir(c.CacheDir), "*"), class)
 	return append(base, args...)
 }
 
@@ -239,7 +245,8 @@ func (Kafka) Command(c *Cluster, n *Node) []string {
 // Ready implements Kind: every broker is registered, and the consumer
 // offsets topic (created on demand here) has every replica in sync.
 func (Kafka) Ready(ctx context.Context, c *Cluster) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
+	hosts := driver.Options{Hosts: c.ClientHosts()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(hosts.Dial))
 	if err != nil {
 		return err
 	}

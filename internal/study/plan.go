@@ -142,9 +142,13 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	switch {
 	case len(w.Faults) > 0 && !target.Local:
 		r.Skip = fmt.Sprintf("workload %q has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker", w.Name)
-	case setup.Needs == "cluster" && target.Brokers >= setup.Brokers:
+	case setup.Network != nil && !target.Local:
+		r.Skip = fmt.Sprintf("setup %q shapes the network (%s) between the nodes of a local cluster brokerbench starts: leave out --broker", setup.Name, setup.Network)
+	case setup.Needs == "network" && setup.Network == nil:
+		r.Skip = fmt.Sprintf("setup %q needs a shaped network but does not say which: give it network: {zones: N, delay: D, jitter: J}", setup.Name)
+	case (setup.Needs == "cluster" || setup.Needs == "network") && target.Brokers >= setup.Brokers:
 		// The target has, or can start, the brokers the setup needs.
-	case setup.Needs == "cluster":
+	case setup.Needs == "cluster" || setup.Needs == "network":
 		r.Skip = fmt.Sprintf("setup %q needs %d brokers and the target has %d: give a cluster of that size with --broker, or leave --broker out and brokerbench starts a local one",
 			setup.Name, setup.Brokers, target.Brokers)
 	case setup.Needs != "":

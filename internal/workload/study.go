@@ -54,6 +54,8 @@ type Setup struct {
 	// Sweep adds parameters swept under this setup only, after the
 	// study's.
 	Sweep []SweepParam
+	// Network, if set, shapes the local cluster's links for the setup.
+	Network *Network
 }
 
 // SweepParam is one swept parameter: a workload field (messageSize,
@@ -258,7 +260,7 @@ func (d *decoder) stringList(key string, v *yaml.Node) []string {
 
 func (d *decoder) setups(v *yaml.Node) []Setup {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, needs)")
+		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, network, needs, only, sweep)")
 		return nil
 	}
 	var out []Setup
@@ -278,6 +280,7 @@ func (d *decoder) setups(v *yaml.Node) []Setup {
 			"driver": func(d *decoder, key string, v *yaml.Node) {
 				st.Driver = d.driverConfig(v, false)
 			},
+			"network": networkField(&st.Network),
 		})
 		if st.Name == "" {
 			d.fail(item, "name", "missing: every setup needs a name")

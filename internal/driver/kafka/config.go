@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,6 +123,7 @@ type config struct {
 	client   workload.Properties // effective client settings
 	topic    workload.Properties
 	rf       int
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // parseConfig validates every property of dc and resolves defaults.
@@ -240,6 +243,9 @@ func (c *config) clientOpts(p workload.Properties) []kgo.Opt {
 	}
 	if id, ok := p.Get("client.id"); ok && id != "" {
 		opts = append(opts, kgo.ClientID(id))
+	}
+	if c.dial != nil {
+		opts = append(opts, kgo.Dialer(c.dial))
 	}
 	return opts
 }

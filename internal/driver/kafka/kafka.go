@@ -48,6 +48,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	if err != nil {
 		return nil, err
 	}
+	cfg.dial = opts.Dial
 	cl, err := kgo.NewClient(cfg.clientOpts(cfg.client)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka admin client: %w", err)
