@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/kafka"
 	"github.com/brokerbench/brokerbench/internal/metrics"
-	"github.com/brokerbench/brokerbench/internal/netproxy"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -238,18 +241,15 @@ func TestBrokerStallShowsInLatency(t *testing.T) {
 func TestInjectedDelayShowsInLatency(t *testing.T) {
 	const brokerPort, proxyPort = 39195, 39197 // the broker's controller takes 39196
 	const oneWay = 20 * time.Millisecond
-	proxy, err := netproxy.Listen(fmt.Sprintf("127.0.0.1:%d", proxyPort), fmt.Sprintf("127.0.0.1:%d", brokerPort))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxyAddr := fmt.Sprintf("127.0.0.1:%d", proxyPort)
+	setDelay := delayProxy(t, proxyAddr, fmt.Sprintf("127.0.0.1:%d", brokerPort))
 	b, err := testbroker.Start(brokerPort, proxyPort)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Stop()
 	d, err := kafka.New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
-		Producer: []workload.Property{{Key: "acks", Value: "1"}}}, driver.Options{Endpoints: []string{proxy.Addr()}})
+		Producer: []workload.Property{{Key: "acks", Value: "1"}}}, driver.Options{Endpoints: []string{proxyAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestInjectedDelayShowsInLatency(t *testing.T) {
 	w.Warmup = time.Second
 	w.Duration = 5 * time.Second
 	p50 := func(delay time.Duration) (float64, float64) {
-		proxy.SetDelay(delay)
+		setDelay(delay)
 		res, err := Run(context.Background(), Config{Workload: w, Driver: d})
 		if err != nil {
 			t.Fatal(err)
@@ -277,6 +277,36 @@ func TestInjectedDelayShowsInLatency(t *testing.T) {
 		base, delayed, oneWay, added, want, baseE2E, delayedE2E)
 	if added < want-2 || added > want+10 {
 		t.Errorf("publish p50 moved by %.2f ms, want %.0f ms (-2/+10 ms)", added, want)
+	}
+}
+
+// delayProxy starts a toxiproxy proxy from listen to upstream, as the link
+// proxy of local clusters does, and returns a function that sets its
+// one-way delay in each direction.
+func delayProxy(t *testing.T, listen, upstream string) func(time.Duration) {
+	t.Helper()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(server, "client", listen, upstream)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return func(d time.Duration) {
+		for _, stream := range []string{"upstream", "downstream"} {
+			name := "delay-" + stream
+			if p.Toxics.GetToxic(name) != nil {
+				if err := p.Toxics.RemoveToxic(context.Background(), name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d == 0 {
+				continue
+			}
+			spec := fmt.Sprintf(`{"name": %q, "type": "latency", "stream": %q, "attributes": {"latency": %d}}`, name, stream, d.Milliseconds())
+			if _, err := p.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
