@@ -26,6 +26,11 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(subprocessArgs); args != "" {
 		os.Exit(Execute(context.Background(), strings.Split(args, "\n"), IO{Out: os.Stdout, Err: os.Stderr}))
 	}
+	// A local cluster with links starts its link proxy as this
+	// executable's "local link-proxy": in tests, the test binary.
+	if len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "link-proxy" {
+		os.Exit(Execute(context.Background(), os.Args[1:], IO{Out: os.Stdout, Err: os.Stderr}))
+	}
 	// Runs made by the tests record their topics in a registry of their
 	// own, not the user's.
 	dir, err := os.MkdirTemp("", "brokerbench-test-registry-")

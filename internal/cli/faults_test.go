@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -74,5 +78,89 @@ driver:
 	}
 	if code, status, _ := execute("local", "status", "kafka", "--port", "39692"); code != ExitOK || strings.Count(status, "running, pid") != 3 {
 		t.Errorf("after the run the cluster is not whole:\n%s", status)
+	}
+}
+
+// TestLinkFaults runs a three-broker cluster whose links pass through the
+// link proxy (the workload's link faults make the run start it so). A
+// 200 ms one-way delay on every link of the leader must add at least one
+// round trip, 400 ms, to acks=all publish latency: a message to any
+// partition waits for the delayed node, as leader or as in-sync follower.
+// Cutting the leader off must stop acknowledgements while the cut lasts,
+// and healing both must lose nothing. 'local down' stops the link proxy
+// with the nodes.
+func TestLinkFaults(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
+	wl := filepath.Join(dir, "links.yaml")
+	if err := os.WriteFile(wl, []byte(`name: link-faults
+topics: 1
+partitionsPerTopic: 3
+messageSize: 100
+rate: 500
+warmup: 2s
+duration: 12s
+faults:
+  - {at: 2s, action: delay, node: leader, delay: 200ms, for: 3s}
+  - {at: 7s, action: partition, node: leader, for: 3s}
+driver:
+  driver: kafka
+  replicationFactor: 3
+  topicConfig: {min.insync.replicas: "2"}
+  producerConfig: {acks: all, linger.ms: "1"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	defer execute("local", "down", "kafka", "--port", "39692")
+	code, stdout, stderr := execute("run", wl, "--local-port", "39692", "--local-brokers", "3", "--quiet", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 4 {
+		t.Fatalf("fault events %+v: want delay, heal, partition, heal", res.Faults)
+	}
+	for _, f := range res.Faults {
+		if f.Error != "" {
+			t.Errorf("fault %q failed: %s", f.Action, f.Error)
+		}
+	}
+	delay, cut := res.Faults[0], res.Faults[2]
+	if cut.Recovery == nil {
+		t.Fatalf("the partition has no recovery figures: %+v", cut)
+	}
+	// The slowest interval while the delay held.
+	var slowest float64
+	for _, iv := range res.Intervals {
+		if iv.StartSeconds >= delay.AtSeconds+0.5 && iv.EndSeconds <= res.Faults[1].AtSeconds {
+			slowest = max(slowest, iv.PublishLatency.P50)
+		}
+	}
+	t.Logf("publish p50 up to %.1f ms under the delay; no acknowledgement for %.2f s after the cut", slowest, cut.Recovery.UnavailableSeconds)
+	if slowest < 400 {
+		t.Errorf("publish p50 reached only %.1f ms under a 200 ms one-way delay on the leader's links; want at least 400 ms (one round trip)", slowest)
+	}
+	if cut.Recovery.UnavailableSeconds < 1.5 {
+		t.Errorf("cutting the leader off for 3 s left acknowledgements flowing: %+v", cut.Recovery)
+	}
+	c := res.Counts
+	if c.Lost != 0 || c.Acked == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked {
+		t.Errorf("accounting after link faults with acks=all, RF 3, min.insync 2: %+v", c)
+	}
+	code, status, _ := execute("local", "status", "kafka", "--port", "39692", "--json")
+	var st local.Status
+	if err := json.Unmarshal([]byte(status), &st); code != ExitOK || err != nil || st.LinkProxy == nil || !st.LinkProxy.Running {
+		t.Fatalf("status after the run (exit %d, %v): want the cluster with its running link proxy\n%s", code, err, status)
+	}
+	if code, _, stderr := execute("local", "down", "kafka", "--port", "39692"); code != ExitOK {
+		t.Fatalf("local down: exit %d\n%s", code, stderr)
+	}
+	if proc.Live(st.LinkProxy.PID) {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.LinkProxy.PID))
+		t.Errorf("the link proxy (pid %d) still runs after local down: %s\n%s", st.LinkProxy.PID, stat, stderr)
 	}
 }

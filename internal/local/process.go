@@ -41,12 +41,12 @@ func DefaultStateDir() string {
 	return filepath.Join(DefaultCacheDir(), "state")
 }
 
-// alive reports whether pid is a live (not zombie) process whose command
-// line contains marker. The marker guards against a reused PID.
 // ErrPortInUse is returned when a broker's port is taken by a process
 // brokerbench did not start.
 var ErrPortInUse = errors.New("in use by a process brokerbench did not start")
 
+// alive reports whether pid is a live (not zombie) process whose command
+// line contains marker. The marker guards against a reused PID.
 func alive(pid int, marker string) bool {
 	return proc.Live(pid) && proc.CommandLineHas(pid, marker)
 }
@@ -82,15 +82,27 @@ func stopPID(pid int, marker string, grace time.Duration) error {
 	return fmt.Errorf("PID %d did not exit after SIGKILL", pid)
 }
 
+// waitGone waits up to d until pid has exited, and reports whether it did.
+// A process in the middle of exiting has already released its command
+// line but is not gone yet (its ports, files and children may still be
+// held), so it is waited for; a live process with another command line is
+// a reused PID, and the one waited for is gone.
 func waitGone(pid int, marker string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !alive(pid, marker) {
+	gone := func() bool {
+		if !proc.Live(pid) {
 			return true
 		}
-		time.Sleep(100 * time.Millisecond)
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return err == nil && len(cmdline) > 0 && !proc.CommandLineHas(pid, marker)
 	}
-	return !alive(pid, marker)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if gone() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return gone()
 }
 
 // tail returns the last n lines of the file at path, for error messages.
