@@ -116,11 +116,18 @@ func (t *target) shapeNetwork() error {
 // machine.
 func (t *target) describeLocal() string {
 	n := t.cluster.Brokers
-	if n == 1 {
-		return fmt.Sprintf("one broker on %s, sharing this machine's cores and disk with the load generator", t.status.Address())
+	links := ""
+	if t.cluster.Links {
+		links = ", every link through brokerbench's link proxy"
+		if nw := t.network; nw != nil && nw.Delay > 0 {
+			links += " (" + nw.String() + ")"
+		}
 	}
-	return fmt.Sprintf("%d brokers on %s, sharing this machine's cores and disk with each other and with the load generator",
-		n, strings.Join(t.status.Bootstrap, ","))
+	if n == 1 {
+		return fmt.Sprintf("one broker on %s%s, sharing this machine's cores and disk with the load generator", t.status.Address(), links)
+	}
+	return fmt.Sprintf("%d brokers on %s%s, sharing this machine's cores and disk with each other and with the load generator",
+		n, strings.Join(t.status.Bootstrap, ","), links)
 }
 
 // faultsFor returns w's fault schedule as faults on the local cluster,
@@ -224,6 +231,13 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		// 4.3.1); the local broker's is known exactly.
 		env.BrokerVersion = "Apache Kafka " + t.status.Version
 		env.LocalCluster = t.describeLocal()
+		if t.cluster.Links {
+			nw := workload.Network{Zones: 1}
+			if t.network != nil {
+				nw = *t.network
+			}
+			env.Network = &nw
+		}
 	}
 	env.BrokerEndpoint = strings.Join(endpoints, ",")
 	return drv, env, nil
@@ -255,10 +269,14 @@ func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 func (t *target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
 	if t.cluster != nil {
-		for _, n := range t.cluster.Status().Nodes {
+		st := t.cluster.Status()
+		for _, n := range st.Nodes {
 			if n.Running {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
+		}
+		if p := st.LinkProxy; p != nil && p.Running {
+			nodes = append(nodes, sysmetrics.Node{PID: p.PID, LinkProxy: true})
 		}
 	}
 	return sysmetrics.New(nodes).Sample

@@ -79,8 +79,12 @@ type Cluster struct {
 	// ID is the cluster's identity, kept in its record.
 	ID    string
 	nodes []*Node // from the record or the layout
-	proxy *Node   // the link proxy, with Links
+	proxy *Node   // the link proxy of the cluster as planned or recorded
 }
+
+// linked reports whether the cluster, as planned or as recorded, carries
+// its links through the link proxy. (Links is what Up is asked for.)
+func (c *Cluster) linked() bool { return c.proxy != nil }
 
 // record is the cluster's state file.
 type record struct {
@@ -125,7 +129,6 @@ func (c *Cluster) Nodes() []*Node {
 	if c.nodes == nil {
 		if r, ok := c.load(); ok {
 			c.nodes, c.ID, c.proxy = r.Nodes, r.ID, r.LinkProxy
-			c.Links = r.LinkProxy != nil
 		}
 	}
 	return c.nodes
@@ -240,7 +243,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	if err := c.plan(prev, fresh); err != nil {
 		return Status{}, err
 	}
-	if c.Links {
+	if c.linked() {
 		for _, n := range c.nodes {
 			if err := c.writeHostsFile(n); err != nil {
 				return Status{}, fmt.Errorf("write node %d hosts file: %w", n.ID, err)

@@ -26,7 +26,7 @@ func (c *Cluster) Faults(schedule []workload.Fault, place driver.Placement, seed
 		if id := spec.NodeID(); id != 0 && c.Node(id) == nil {
 			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
 		}
-		if spec.OnLinks() && !c.Links {
+		if spec.OnLinks() && !c.linked() {
 			return nil, fmt.Errorf("fault %q acts on links, and this cluster was started without its link proxy: start it with --links (brokerbench starts it so for workloads with link faults)", spec)
 		}
 		if id, err := strconv.Atoi(spec.Peer); err == nil && c.Node(id) == nil {

@@ -224,7 +224,7 @@ func kafkaJava(c *Cluster, n *Node, heapMB int, class string, args ...string) []
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + n.ConfigFile("log4j2.properties")}
-	if c.Links {
+	if c.linked() {
 		// The JVM resolves the nodes' names from the node's own hosts
 		// file: each peer through its own link.
 		base = append(base, "-Djdk.net.hosts.file="+c.HostsFile(n))

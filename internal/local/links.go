@@ -47,7 +47,7 @@ func (c *Cluster) hostName(n *Node) string {
 // AdvertisedHost is the host a node tells its peers and clients to
 // connect to: its own address, or with links its name.
 func (c *Cluster) AdvertisedHost(n *Node) string {
-	if c.Links {
+	if c.linked() {
 		return c.hostName(n)
 	}
 	return n.Host
@@ -115,7 +115,7 @@ func (c *Cluster) hostsFor(from int) map[string]string {
 // ClientHosts maps the names the nodes advertise to the addresses the
 // clients reach them at: nil without links.
 func (c *Cluster) ClientHosts() map[string]string {
-	if !c.Links {
+	if !c.linked() {
 		return nil
 	}
 	return c.hostsFor(0)
@@ -251,7 +251,7 @@ func (s LinkSelector) Matches(l Link) bool {
 // group, replacing that group's earlier shape on them) and returns how
 // many links it shaped. Shapes of other groups stay.
 func (c *Cluster) ShapeLinks(group string, sel func(Link) bool, shape LinkShape) (int, error) {
-	if !c.Links {
+	if !c.linked() {
 		return 0, errors.New("the local cluster has no links: start it with links (local up --links, or a study setup's network:) to shape them")
 	}
 	api := c.linkAPI()
@@ -341,7 +341,7 @@ func (c *Cluster) Zones(zones int) map[int]int {
 // clearFaultLinks removes the shapes that faults gave links (toxic groups
 // "fault-N"), keeping the others.
 func (c *Cluster) clearFaultLinks() error {
-	if !c.Links {
+	if !c.linked() {
 		return nil
 	}
 	proxies, err := c.linkAPI().Proxies()

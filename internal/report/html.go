@@ -236,6 +236,9 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	if ft := in.FaultTable(); ft != nil {
 		tables = append(tables, pageTable{ft, "faults"})
 	}
+	if nt := in.NetworkTable(); nt != nil {
+		tables = append(tables, pageTable{nt, "network"})
+	}
 	if pt := in.PublishedTable(); pt != nil {
 		tables = append(tables, pageTable{pt, "published"})
 	}

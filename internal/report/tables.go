@@ -105,6 +105,12 @@ var columns = func() map[string]column {
 			}
 			return s.BrokerCPU
 		}),
+		sysCol("linkProxyCPU", "Link proxy CPU (% of a core)", func(s *results.System) float64 {
+			if s.LinkProxyCPU == 0 {
+				return math.NaN()
+			}
+			return s.LinkProxyCPU
+		}),
 		sysCol("diskWriteMBps", "Disk writes (MB/s)", func(s *results.System) float64 { return s.DiskWriteMBps }),
 	}
 	m := map[string]column{}

@@ -117,6 +117,10 @@ type Environment struct {
 	MemoryBytes        int64  `json:"memoryBytes"`
 	BrokerVersion      string `json:"brokerVersion"`
 	BrokerEndpoint     string `json:"brokerEndpoint,omitempty"`
+	// Network is how the local cluster's links were shaped for the run
+	// (they passed through brokerbench's link proxy); nil when they were
+	// not proxied.
+	Network *workload.Network `json:"network,omitempty"`
 	// LocalCluster describes the cluster brokerbench ran on this machine
 	// for the run, and that its nodes shared this machine; empty for a
 	// cluster given by address.
@@ -202,6 +206,10 @@ type System struct {
 	BrokerCPU     float64      `json:"brokerCpu"`
 	BrokerRSSMB   float64      `json:"brokerRssMB"`
 	BrokerNodes   []NodeSystem `json:"brokerNodes,omitempty"`
+	// LinkProxyCPU is the CPU of the process carrying a local cluster's
+	// links (percent of one core), when it has them: work the proxies
+	// took from the brokers and the load generator.
+	LinkProxyCPU float64 `json:"linkProxyCpu,omitempty"`
 }
 
 // NodeSystem is one broker node's resource use: CPU as a percentage of one

@@ -977,6 +977,7 @@ func meanSystem(intervals []results.Interval) *results.System {
 		sum.NetTxMBps += s.NetTxMBps
 		sum.ClientCPU += s.ClientCPU
 		sum.BrokerCPU += s.BrokerCPU
+		sum.LinkProxyCPU += s.LinkProxyCPU
 		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
 		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
 		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
@@ -989,6 +990,6 @@ func meanSystem(intervals []results.Interval) *results.System {
 		CPUUser: sum.CPUUser / f, CPUSystem: sum.CPUSystem / f, CPUIowait: sum.CPUIowait / f, CPUIdle: sum.CPUIdle / f,
 		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
 		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,
-		BrokerSampled: sum.BrokerSampled,
+		BrokerSampled: sum.BrokerSampled, LinkProxyCPU: sum.LinkProxyCPU / f,
 	}
 }

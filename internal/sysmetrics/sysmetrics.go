@@ -31,7 +31,12 @@ type Sampler struct {
 }
 
 // Node is a broker process to sample: its node id and PID.
-type Node struct{ ID, PID int }
+type Node struct {
+	ID, PID int
+	// LinkProxy marks the process carrying the cluster's links: sampled
+	// apart from the brokers.
+	LinkProxy bool
+}
 
 // New returns a sampler of this process (the client) and of the broker
 // nodes' processes (none for a broker elsewhere). It takes a first reading
@@ -103,6 +108,10 @@ func (s *Sampler) Sample() *results.System {
 	for i, n := range s.brokers {
 		c, p := cur.nodes[i], prev.nodes[i]
 		if !c.ok || !p.ok {
+			continue
+		}
+		if n.LinkProxy {
+			sys.LinkProxyCPU = procCPU(c.cpu, p.cpu)
 			continue
 		}
 		ns := results.NodeSystem{ID: n.ID, CPU: procCPU(c.cpu, p.cpu), RSSMB: float64(c.rss) / (1 << 20)}
