@@ -84,7 +84,7 @@ func medianOf(g *Group, f func(*results.Run) float64) float64 {
 // what the links must add (linkBounds). Nil when no run had delayed links.
 func (in *Input) NetworkTable() *Table {
 	t := &Table{Title: "Delayed links: added latency, measured against what the links add",
-		Headers: []string{"Configuration", "Network", "Baseline", "Links must add (ms)", "Added publish p50 (ms)", "Added end-to-end p50 (ms)", "Check"},
+		Headers:    []string{"Configuration", "Network", "Baseline", "Links must add (ms)", "Added publish p50 (ms)", "Added end-to-end p50 (ms)", "Check"},
 		CSVHeaders: []string{"configuration", "network", "baseline", "expectedMinMs", "expectedMaxMs", "addedPublishP50Ms", "addedE2eP50Ms", "check"}}
 	pub := func(r *results.Run) float64 { return r.Measured.PublishLatency.P50 }
 	e2e := func(r *results.Run) float64 { return r.Measured.EndToEndLatency.P50 }
