@@ -43,10 +43,10 @@ func newStudyCmd(io IO) *cobra.Command {
 writing each run's results to OUT/runs/KEY.json and the study's index to
 OUT/study.json. Run it again with the same --out to resume: finished runs
 are kept, partial and missing ones are made. Without --broker the runs go
-to the local single-node broker, and setups with several brokers are
-skipped with the reason; with --broker they run on the cluster given.
-Setups that need network shaping or fault injection are skipped until
-brokerbench has those capabilities.
+to local clusters that brokerbench starts at each setup's size (brokers:),
+with its links shaped as the setup's network: says; with --broker they run
+on the cluster given, and setups that need more brokers, a network or
+faults are skipped with the reason.
 
 --scale quick shrinks every run (the study's quick: section, default 1 s
 warmup and 5 s measurement) so a whole study takes minutes; --scale full
