@@ -111,21 +111,23 @@ func TestReconcileNothingDelivered(t *testing.T) {
 func TestOrder(t *testing.T) {
 	var o Order
 	steps := []struct {
-		partition int32
-		producer  uint32
-		seq       uint64
-		late      bool
+		lane     int32
+		producer uint32
+		seq      uint64
+		late     bool
 	}{
 		{0, 0, 0, false},
 		{0, 0, 2, false},
-		{0, 0, 1, true},  // after 2 on the same partition
-		{1, 0, 1, false}, // other partition: its own order
+		{0, 0, 1, true},  // after 2 in the same lane
+		{1, 0, 1, false}, // other lane: its own order
 		{0, 1, 0, false}, // other producer
 		{0, 0, 3, false},
+		{-1, 0, 5, false}, // no order promised: not checked
+		{-1, 0, 4, false},
 	}
 	for i, s := range steps {
-		if got := o.Observe(s.partition, s.producer, s.seq); got != s.late {
-			t.Fatalf("step %d Observe(%d,%d,%d) = %v, want %v", i, s.partition, s.producer, s.seq, got, s.late)
+		if got := o.Observe(s.lane, s.producer, s.seq); got != s.late {
+			t.Fatalf("step %d Observe(%d,%d,%d) = %v, want %v", i, s.lane, s.producer, s.seq, got, s.late)
 		}
 	}
 }

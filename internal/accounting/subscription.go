@@ -119,28 +119,29 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 	return r
 }
 
-// Order detects reordering within partitions for one consumer: a message
-// delivered for the first time after a later message of the same producer
-// on the same partition. It is not safe for concurrent use; each consumer
-// owns one.
+// Order detects reordering within lanes (the ordering scopes a driver
+// names, such as Kafka's partitions) for one consumer: a message delivered
+// for the first time after a later message of the same producer in the
+// same lane. It is not safe for concurrent use; each consumer owns one.
 type Order struct {
-	last [][]uint64 // [partition][producer] = highest seq + 1 seen
+	last [][]uint64 // [lane][producer] = highest seq + 1 seen
 }
 
-// Observe notes a first delivery (verdict First) of seq from producer on
-// partition and reports whether it arrived out of order.
-func (o *Order) Observe(partition int32, producer uint32, seq uint64) bool {
-	if partition < 0 {
-		partition = 0
+// Observe notes a first delivery (verdict First) of seq from producer in
+// lane and reports whether it arrived out of order. A negative lane means
+// no order is promised: nothing is checked.
+func (o *Order) Observe(lane int32, producer uint32, seq uint64) bool {
+	if lane < 0 {
+		return false
 	}
-	for len(o.last) <= int(partition) {
+	for len(o.last) <= int(lane) {
 		o.last = append(o.last, nil)
 	}
-	row := o.last[partition]
+	row := o.last[lane]
 	for len(row) <= int(producer) {
 		row = append(row, 0)
 	}
-	o.last[partition] = row
+	o.last[lane] = row
 	if seq+1 < row[producer] {
 		return true
 	}

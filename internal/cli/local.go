@@ -21,7 +21,8 @@ const maxLocalBrokers = 9
 type localFlags struct {
 	portFlag    string // "port" or "local-port"
 	brokersFlag string // "brokers" or "local-brokers"
-	port        int
+	kind        string // the kind of broker: named on the command line, or the driver's
+	port        int    // 0: the kind's usual port
 	stateDir    string
 	heapMB      int // 0: the kind's default for the cluster's size
 	brokers     int
@@ -32,7 +33,7 @@ type localFlags struct {
 func (f *localFlags) register(cmd *cobra.Command) {
 	f.portFlag, f.brokersFlag = "port", "brokers"
 	fl := cmd.Flags()
-	fl.IntVar(&f.port, "port", 9092, "client port of every broker, each on its own loopback address (other ports are chosen free)")
+	fl.IntVar(&f.port, "port", 0, "client port of every broker, each on its own loopback address, other ports chosen free (default: the broker's usual port, Kafka 9092)")
 	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the cluster's nodes: data, logs, configs, PID files (default: per port, under the brokerbench cache)")
 	fl.IntVar(&f.heapMB, "heap-mb", 0, "JVM heap of each broker in MiB (default 1024 for one broker, 512 each in a cluster)")
 	fl.IntVar(&f.brokers, "brokers", 1, fmt.Sprintf("number of brokers, 1 to %d: one on 127.0.0.1, or broker i on 127.0.1.i", maxLocalBrokers))
@@ -44,7 +45,7 @@ func (f *localFlags) register(cmd *cobra.Command) {
 // broker when no address is given (run, study).
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
 	f.portFlag, f.brokersFlag = "local-port", "local-brokers"
-	cmd.Flags().IntVar(&f.port, "local-port", 9092, "port of the local Kafka broker used when no broker address is given")
+	cmd.Flags().IntVar(&f.port, "local-port", 0, "client port of the local broker used when no broker address is given (default: the broker's usual port, Kafka 9092)")
 	f.brokers = 1
 }
 
@@ -58,7 +59,7 @@ func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
 // validate checks the local broker flags.
 func (f *localFlags) validate() error {
 	var errs []error
-	if f.port < 1 || f.port > 65535 {
+	if f.port < 0 || f.port > 65535 {
 		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65535, got %d", f.portFlag, f.port)})
 	}
 	if f.heapMB != 0 && f.heapMB < 128 {
@@ -82,10 +83,10 @@ func (f *localFlags) portAdvice(err error) string {
 	return fmt.Sprintf(": stop that process, or choose another port with --%s", f.portFlag)
 }
 
-// downFlags are the flags 'local down kafka' needs to find the cluster.
+// downFlags are the flags 'local down KIND' needs to find the cluster.
 func (f *localFlags) downFlags() string {
-	s := ""
-	if f.port != 9092 {
+	s := " " + f.kind
+	if f.port != 0 && f.port != local.DefaultPort(f.kind) {
 		s += fmt.Sprintf(" --port %d", f.port)
 	}
 	if f.stateDir != "" {
@@ -94,9 +95,12 @@ func (f *localFlags) downFlags() string {
 	return s
 }
 
-// kafka returns the local Kafka cluster the flags describe.
-func (f *localFlags) kafka(io IO) *local.Cluster {
-	c := local.NewKafka(f.port, f.brokers)
+// cluster returns the local cluster the flags describe.
+func (f *localFlags) cluster(io IO) (*local.Cluster, error) {
+	c, err := local.New(f.kind, f.port, f.brokers)
+	if err != nil {
+		return nil, err
+	}
 	if f.stateDir != "" {
 		c.StateDir = f.stateDir
 	}
@@ -106,7 +110,7 @@ func (f *localFlags) kafka(io IO) *local.Cluster {
 	c.Controllers = f.controllers
 	c.Links = f.links
 	c.Log = io.Err
-	return c
+	return c, nil
 }
 
 // printStatus writes a cluster's status, one line per node.
@@ -156,11 +160,19 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 3 GiB resident when idle; 3 is what the reference studies use.`,
 	}
 	var f localFlags
-	check := func(args []string) error {
-		if len(args) != 1 || args[0] != "kafka" {
-			return usageError{fmt.Errorf("name the broker: only \"kafka\" is supported so far")}
+	cluster := func(args []string) (*local.Cluster, error) {
+		if len(args) != 1 {
+			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
 		}
-		return f.validate()
+		f.kind = args[0]
+		if err := f.validate(); err != nil {
+			return nil, err
+		}
+		c, err := f.cluster(io)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return c, nil
 	}
 	up := &cobra.Command{
 		Use:   "up kafka",
@@ -168,10 +180,11 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n" +
 			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(args); err != nil {
+			c, err := cluster(args)
+			if err != nil {
 				return err
 			}
-			st, err := f.kafka(io).Up(cmd.Context())
+			st, err := c.Up(cmd.Context())
 			if err != nil {
 				return fmt.Errorf("%w%s", err, f.portAdvice(err))
 			}
@@ -184,10 +197,11 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		Short:   "Stop every node of a local cluster by its PID",
 		Example: "  brokerbench local down kafka\n  brokerbench local down kafka --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(args); err != nil {
+			c, err := cluster(args)
+			if err != nil {
 				return err
 			}
-			return f.kafka(io).Down()
+			return c.Down()
 		},
 	}
 	var asJSON bool
@@ -196,10 +210,11 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		Short:   "List a local cluster's nodes: roles, addresses, PID, state, log",
 		Example: "  brokerbench local status kafka\n  brokerbench local status kafka --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(args); err != nil {
+			c, err := cluster(args)
+			if err != nil {
 				return err
 			}
-			st := f.kafka(io).Status()
+			st := c.Status()
 			if asJSON {
 				b, _ := json.MarshalIndent(st, "", "  ")
 				fmt.Fprintln(io.Out, string(b))

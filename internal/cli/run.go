@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
@@ -157,6 +158,11 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	}
 	if dc == nil {
 		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
+	}
+	if reg, ok := driver.Lookup(dc.Name); ok {
+		if err := reg.Capabilities.CheckWorkload(w, dc.Name); err != nil {
+			return err
+		}
 	}
 	// Without --out the file is named after the run's id, known only
 	// once it ran; its folder is checked now.

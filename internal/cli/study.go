@@ -236,6 +236,12 @@ func checkStudy(s *workload.Study, runs []study.Run, tgt *target) error {
 			continue
 		}
 		drv, err := driver.New(r.Driver, driver.Options{Endpoints: tgt.plannedEndpoints(r.Driver)})
+		if err == nil {
+			reg, _ := driver.Lookup(r.Driver.Name)
+			if err = reg.Capabilities.CheckWorkload(r.Workload, r.Driver.Name); err != nil {
+				drv.Close()
+			}
+		}
 		if err != nil {
 			if msg := err.Error(); !seen[msg] {
 				seen[msg] = true

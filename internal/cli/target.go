@@ -73,16 +73,20 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 		if err := t.release(); err != nil {
 			return driver.Options{}, withCode(ExitRunFailed, err)
 		}
-		c := t.local.kafka(t.io)
+		t.local.kind = t.localKind(dc)
+		c, err := t.local.cluster(t.io)
+		if err != nil {
+			return driver.Options{}, withCode(ExitInvalidInput, err)
+		}
 		before := c.Status()
 		running := before.Running && len(before.Nodes) == c.Brokers+c.Controllers
 		st, err := c.Up(ctx)
 		if err != nil {
-			return driver.Options{}, withCode(ExitRunFailed, fmt.Errorf("start the local Kafka cluster: %w%s", err, t.local.portAdvice(err)))
+			return driver.Options{}, withCode(ExitRunFailed, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
 		}
 		t.cluster, t.status, t.started, t.fresh = c, st, !running, !running
-		fmt.Fprintf(t.io.Err, "using local Kafka %s: %s (stop it with 'brokerbench local down kafka%s')\n",
-			st.Version, t.describeLocal(), t.local.downFlags())
+		fmt.Fprintf(t.io.Err, "using local %s %s: %s (stop it with 'brokerbench local down%s')\n",
+			c.Kind.Product(), st.Version, t.describeLocal(), t.local.downFlags())
 	}
 	if err := t.shapeNetwork(); err != nil {
 		return driver.Options{}, withCode(ExitRunFailed, err)
@@ -157,7 +161,7 @@ func (t *target) heal(ctx context.Context) {
 	// Restarted nodes are cold: the next run warms the cluster up again.
 	t.fresh = true
 	if err := t.cluster.Heal(ctx); err != nil {
-		fmt.Fprintf(t.io.Err, "warning: the local cluster did not recover from the run's faults: %v; restart it with 'brokerbench local down kafka' and 'local up'\n", err)
+		fmt.Fprintf(t.io.Err, "warning: the local cluster did not recover from the run's faults: %v; restart it with 'brokerbench local down%s' and 'local up'\n", err, t.local.downFlags())
 	}
 }
 
@@ -167,7 +171,7 @@ func (t *target) release() error {
 		t.cluster = nil
 		return nil
 	}
-	fmt.Fprintf(t.io.Err, "stopping the local %d-broker Kafka cluster started for these runs\n", t.cluster.Brokers)
+	fmt.Fprintf(t.io.Err, "stopping the local %d-broker %s cluster started for these runs\n", t.cluster.Brokers, t.cluster.Kind.Product())
 	err := t.cluster.Down()
 	t.cluster = nil
 	return err
@@ -176,11 +180,19 @@ func (t *target) release() error {
 // usesLocal reports whether a driver for dc runs against the local broker:
 // no address given on the command line and none in its config.
 func (t *target) usesLocal(dc *workload.DriverConfig) bool {
-	if len(t.endpoints) > 0 || dc.Name != "kafka" {
+	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
 	}
-	_, configured := dc.Common.Get("bootstrap.servers")
+	reg, _ := driver.Lookup(dc.Name)
+	_, configured := dc.Common.Get(reg.EndpointSetting)
 	return !configured
+}
+
+// localKind is the kind of local broker that dc's driver runs against
+// ("" if brokerbench runs none for it).
+func (t *target) localKind(dc *workload.DriverConfig) string {
+	reg, _ := driver.Lookup(dc.Name)
+	return reg.LocalKind
 }
 
 // plannedEndpoints returns the endpoints a driver for dc would use, without
@@ -189,7 +201,11 @@ func (t *target) plannedEndpoints(dc *workload.DriverConfig) []string {
 	if !t.usesLocal(dc) {
 		return t.endpoints
 	}
-	return []string{fmt.Sprintf("127.0.0.1:%d", t.local.port)}
+	port := t.local.port
+	if port == 0 {
+		port = local.DefaultPort(t.localKind(dc))
+	}
+	return []string{fmt.Sprintf("127.0.0.1:%d", port)}
 }
 
 // connectTimeout bounds the first request to a broker.
@@ -211,7 +227,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		}
 		return nil, env, err
 	}
-	where := strings.Join(endpoints, ",")
+	where := driver.RedactEndpoints(strings.Join(endpoints, ","))
 	if where == "" {
 		where = "the addresses in " + dc.Source
 	}
@@ -229,7 +245,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	if t.usesLocal(dc) && t.cluster != nil {
 		// The driver can only guess a version from the protocol (4.3 for
 		// 4.3.1); the local broker's is known exactly.
-		env.BrokerVersion = "Apache Kafka " + t.status.Version
+		env.BrokerVersion = t.cluster.Kind.Product() + " " + t.status.Version
 		env.LocalCluster = t.describeLocal()
 		if t.cluster.Links {
 			nw := workload.Network{Zones: 1}
@@ -239,7 +255,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 			env.Network = &nw
 		}
 	}
-	env.BrokerEndpoint = strings.Join(endpoints, ",")
+	env.BrokerEndpoint = driver.RedactEndpoints(strings.Join(endpoints, ","))
 	return drv, env, nil
 }
 

@@ -4,7 +4,7 @@
 //
 // A driver package registers itself in an init function:
 //
-//	func init() { driver.Register("kafka", New) }
+//	func init() { driver.Register(driver.Registration{Name: "kafka", New: New, ...}) }
 //
 // and is linked into the binary by a blank import in the CLI wiring.
 package driver
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -49,7 +50,22 @@ type ConsumerSpec struct {
 	// Subscription names the group of consumers that share the topic's
 	// messages; every subscription receives every message.
 	Subscription string
+	// Start is where a new subscription begins. A driver whose broker
+	// cannot replay (Capabilities.Replay false) accepts only StartNew.
+	Start StartPosition
 }
+
+// StartPosition is where a new subscription starts reading.
+type StartPosition int
+
+const (
+	// StartEarliest reads from the oldest message the topic retains: a
+	// topic the run created holds only its own messages, and an existing
+	// one (consume-only runs) is read from its beginning.
+	StartEarliest StartPosition = iota
+	// StartNew reads only messages written after the consumer is ready.
+	StartNew
+)
 
 // Message is one message a producer sends. Messages are owned by the runner
 // and reused: a driver must not touch a Message after calling its AckFunc.
@@ -78,10 +94,16 @@ type AckFunc func(m *Message, err error)
 // Delivery is one consumed message. Its Value is valid only during the
 // ConsumeFunc call.
 type Delivery struct {
-	Value     []byte
-	Partition int32
-	Offset    int64
+	Value []byte
+	// Lane is the ordering scope the message was delivered in: the broker
+	// keeps each producer's messages in order within a lane (Kafka: the
+	// partition; a single queue or stream: 0). NoOrder when the broker
+	// promises no order, so none is checked.
+	Lane int32
 }
+
+// NoOrder is the Lane of a delivery whose broker promises no order.
+const NoOrder int32 = -1
 
 // ConsumeFunc is called for every message a consumer receives, serially per
 // consumer. It must not retain d or d.Value, and must not block.
@@ -136,13 +158,18 @@ type SubscriptionWaiter interface {
 	WaitSubscription(ctx context.Context, topic, subscription string, consumers int) error
 }
 
-// StoredCounter is implemented by drivers that can count the messages a topic
-// holds, independently of the producers' acknowledgements.
-type StoredCounter interface {
-	// StoredMessages returns the number of messages ever written to a topic
-	// that was created empty (for Kafka, the sum of the partitions' end
-	// offsets: retention deleting old segments does not lower it).
-	StoredMessages(ctx context.Context, topic string) (int64, error)
+// WrittenCounter is implemented by drivers whose broker can say how many
+// messages were ever written to a topic, independently of the producers'
+// acknowledgements: the cross-check of the accounting. Brokers whose
+// queues shrink as messages are acknowledged cannot say, and leave it out.
+type WrittenCounter interface {
+	// Written returns the number of messages ever written to a topic that
+	// was created empty (Kafka: the sum of the partitions' end offsets;
+	// a log-based stream: its last sequence or offset). Retention deleting
+	// old messages does not lower it. A replicated broker may count a
+	// message only once its replicas hold it, a moment after the
+	// acknowledgement; the runner reads it until it settles.
+	Written(ctx context.Context, topic string) (int64, error)
 }
 
 // CheckSpec is what a run will ask of a driver, for Checker.
@@ -217,19 +244,78 @@ func (o Options) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 // and reject the ones it does not support with a workload.FieldError.
 type Factory func(cfg *workload.DriverConfig, opts Options) (Driver, error)
 
+// Capabilities say what a broker's model has, so that workloads are checked
+// against it and results show "–" where a setting does not apply.
+type Capabilities struct {
+	// Partitions: a topic may have several partitions, each its own lane
+	// of order. Without, partitionsPerTopic above 1 is an input error.
+	Partitions bool
+	// Replication: the broker keeps replicas, and the replication factor
+	// applies.
+	Replication bool
+	// Replay: a consumer can start from the oldest retained message (a
+	// log), not only from the messages that arrive after it subscribed
+	// (a queue it creates).
+	Replay bool
+	// Acks: the producer chooses how many replicas acknowledge (Kafka's
+	// acks).
+	Acks bool
+}
+
+// Registration is what the CLI and the runner know about a driver without
+// naming its broker.
+type Registration struct {
+	// Name is the driver's name in configs ("kafka").
+	Name string
+	New  Factory
+	// Capabilities of the broker's model.
+	Capabilities Capabilities
+	// EndpointSetting is the config setting that holds the broker
+	// addresses ("bootstrap.servers"); when a config does not set it and
+	// no address is given, runs go to a local broker of LocalKind.
+	EndpointSetting string
+	// LocalKind is the kind of local broker brokerbench can start for the
+	// driver ("kafka"); empty if none.
+	LocalKind string
+}
+
 var (
 	mu       sync.RWMutex
-	registry = map[string]Factory{}
+	registry = map[string]Registration{}
 )
 
-// Register makes a driver available by name. It panics if name is taken.
-func Register(name string, f Factory) {
+// Register makes a driver available by its name. It panics if the name is
+// taken or the registration lacks a factory.
+func Register(r Registration) {
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic(fmt.Sprintf("driver %q registered twice", name))
+	if _, dup := registry[r.Name]; dup || r.New == nil || r.Name == "" {
+		panic(fmt.Sprintf("driver %q registered twice or without a factory", r.Name))
 	}
-	registry[name] = f
+	registry[r.Name] = r
+}
+
+// Lookup returns the registration of the driver called name.
+func Lookup(name string) (Registration, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	r, ok := registry[name]
+	return r, ok
+}
+
+// CheckWorkload returns the input errors of running w on a broker with
+// capabilities c: settings the broker's model has no place for.
+func (c Capabilities) CheckWorkload(w *workload.Workload, driverName string) error {
+	var errs []error
+	if !c.Partitions && w.PartitionsPerTopic > 1 {
+		errs = append(errs, &workload.FieldError{File: w.Source, Field: "partitionsPerTopic",
+			Msg: fmt.Sprintf("%d partitions: the %s driver's topics have none (one lane of order each); use more topics instead", w.PartitionsPerTopic, driverName)})
+	}
+	if !c.Replication && w.ReplicationFactor > 1 {
+		errs = append(errs, &workload.FieldError{File: w.Source, Field: "replicationFactor",
+			Msg: fmt.Sprintf("replication factor %d: the %s driver does not replicate topics", w.ReplicationFactor, driverName)})
+	}
+	return errors.Join(errs...)
 }
 
 // Names returns the registered driver names, sorted.
@@ -253,13 +339,25 @@ var ErrTopicNotFound = errors.New("topic not found")
 
 // New builds the driver cfg names.
 func New(cfg *workload.DriverConfig, opts Options) (Driver, error) {
-	mu.RLock()
-	f, ok := registry[cfg.Name]
-	mu.RUnlock()
+	r, ok := Lookup(cfg.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w %q (from %s): available drivers: %s", ErrUnknownDriver, cfg.Name, cfg.Source, strings.Join(Names(), ", "))
 	}
-	return f(cfg, opts)
+	return r.New(cfg, opts)
+}
+
+// RedactEndpoints returns endpoints (comma-separated addresses or URLs)
+// with the password of every URL replaced by "xxxxx", for logs, results
+// and reports: amqp://user:secret@host:5672 becomes
+// amqp://user:xxxxx@host:5672.
+func RedactEndpoints(endpoints string) string {
+	parts := strings.Split(endpoints, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // ErrorKind names the kind of a send error for failure counts: the error's

@@ -26,6 +26,8 @@ import (
 type Kind interface {
 	// Name is the kind's name, as on the command line ("kafka").
 	Name() string
+	// Product is the broker software's name, for results ("Apache Kafka").
+	Product() string
 	// Version is the release installed and run.
 	Version() string
 	// Install fetches the release into cacheDir, unless already there.
@@ -450,4 +452,33 @@ func newClusterID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// kinds are the broker kinds brokerbench can run locally: each one's
+// constructor of a cluster with default directories, and its usual client
+// port.
+var kinds = map[string]struct {
+	newCluster func(port, brokers int) *Cluster
+	port       int
+}{
+	"kafka": {NewKafka, 9092},
+}
+
+// KindNames returns the kinds of local broker brokerbench runs, sorted.
+func KindNames() []string { return slices.Sorted(maps.Keys(kinds)) }
+
+// DefaultPort returns the usual client port of a kind of broker.
+func DefaultPort(kind string) int { return kinds[kind].port }
+
+// New returns a local cluster of kind with brokers nodes, its clients on
+// port (0: the kind's usual one), with default directories.
+func New(kind string, port, brokers int) (*Cluster, error) {
+	k, ok := kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("brokerbench cannot run %q locally; it runs: %s", kind, strings.Join(KindNames(), ", "))
+	}
+	if port == 0 {
+		port = k.port
+	}
+	return k.newCluster(port, brokers), nil
 }

@@ -52,6 +52,9 @@ type Kafka struct{}
 // Name implements Kind.
 func (Kafka) Name() string { return "kafka" }
 
+// Product implements Kind.
+func (Kafka) Product() string { return "Apache Kafka" }
+
 // Version implements Kind.
 func (Kafka) Version() string { return KafkaVersion }
 

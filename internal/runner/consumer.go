@@ -39,7 +39,7 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 		s.endToEnd.RecordNanos(now - h.SendTime)
 	}
 	s.consumed.Add(1)
-	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Partition, h.ProducerID, h.Seq) {
+	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Lane, h.ProducerID, h.Seq) {
 		s.outOfOrder.Add(1)
 	}
 }

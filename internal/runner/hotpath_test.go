@@ -19,7 +19,7 @@ func BenchmarkConsumerOnMessage(b *testing.B) {
 	b.ReportAllocs()
 	for i := range b.N {
 		payload.Put(value, payload.Header{Seq: uint64(i), SendTime: clock.Now()})
-		d.Partition = int32(i % 6)
+		d.Lane = int32(i % 6)
 		s.onMessage(d)
 	}
 	if s.consumed.Load() != int64(b.N) {

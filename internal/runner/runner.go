@@ -379,7 +379,10 @@ func (r *run) startConsumers(ctx context.Context) error {
 			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
 				st := newConsumerStats(rec, !r.cfg.NoLatencyRecording)
-				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub}, st.onMessage)
+				// A run's own topics hold only its messages, and a
+				// consume-only run reads what its topics hold: both
+				// from the earliest.
+				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub, Start: driver.StartEarliest}, st.onMessage)
 				if err != nil {
 					return fmt.Errorf("consumer for topic %d: %w", ti, err)
 				}
@@ -703,7 +706,7 @@ func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) erro
 	// drain is not over.
 	subs := int64(r.w.SubscriptionsPerTopic)
 	want := func() int64 { return r.totals().acked * subs }
-	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
+	if sc, ok := r.cfg.Driver.(driver.WrittenCounter); ok && len(r.cfg.ExistingTopics) == 0 {
 		r.stored = r.settleStored(ctx, sc, func() int64 { return r.totals().acked })
 		want = func() int64 {
 			if n, ok := r.stored.settled(); ok {
@@ -803,7 +806,7 @@ func (r *run) count() {
 		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
 	r.reconcile(cnt)
-	if sc, ok := r.cfg.Driver.(driver.StoredCounter); ok && len(r.cfg.ExistingTopics) == 0 {
+	if sc, ok := r.cfg.Driver.(driver.WrittenCounter); ok && len(r.cfg.ExistingTopics) == 0 {
 		if r.stored == nil {
 			r.stored = r.settleStored(r.cfg.Abandon, sc, func() int64 { return t.acked })
 		}
@@ -927,12 +930,12 @@ func (r *run) reconcile(cnt *results.Counts) {
 }
 
 // storedMessages asks the broker how many messages the run's topics hold.
-func (r *run) storedMessages(ctx context.Context, sc driver.StoredCounter) (int64, error) {
+func (r *run) storedMessages(ctx context.Context, sc driver.WrittenCounter) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var stored int64
 	for _, topic := range r.topics {
-		n, err := sc.StoredMessages(ctx, topic)
+		n, err := sc.Written(ctx, topic)
 		if err != nil {
 			return 0, err
 		}

@@ -74,7 +74,7 @@ func TestFixedRateRun(t *testing.T) {
 	// Independently of the runner, ask the broker for the topic's offsets.
 	topic := "bb-" + res.ID + "-000"
 	defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
-	stored, err := d.(driver.StoredCounter).StoredMessages(context.Background(), topic)
+	stored, err := d.(driver.WrittenCounter).Written(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestExistingTopicConsumeOnly(t *testing.T) {
 	if res.Counts.Consumed != n || m.Consumed != n || m.ConsumeRate <= 0 {
 		t.Errorf("consumed %d (measured %d at %.0f msg/s), want %d", res.Counts.Consumed, m.Consumed, m.ConsumeRate, n)
 	}
-	if stored, err := d.(driver.StoredCounter).StoredMessages(context.Background(), topic); err != nil || stored != n {
+	if stored, err := d.(driver.WrittenCounter).Written(context.Background(), topic); err != nil || stored != n {
 		t.Errorf("the existing topic holds %d messages (%v), want %d: it must not be deleted", stored, err, n)
 	}
 }

@@ -36,7 +36,7 @@ type storedCount struct {
 // count is final once it reaches acked() (the run's acknowledged messages,
 // read at each poll), or once it stayed unchanged for storedSettle, or when
 // storedBound or ctx ends (then the last count read is kept).
-func (r *run) settleStored(ctx context.Context, sc driver.StoredCounter, acked func() int64) *storedCount {
+func (r *run) settleStored(ctx context.Context, sc driver.WrittenCounter, acked func() int64) *storedCount {
 	s := &storedCount{done: make(chan struct{})}
 	s.value.Store(-1)
 	go func() {

@@ -54,8 +54,8 @@ func (d *lossyDriver) WaitSubscription(ctx context.Context, topic, sub string, m
 	return d.Driver.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, sub, members)
 }
 
-func (d *lossyDriver) StoredMessages(ctx context.Context, topic string) (int64, error) {
-	return d.Driver.(driver.StoredCounter).StoredMessages(ctx, topic)
+func (d *lossyDriver) Written(ctx context.Context, topic string) (int64, error) {
+	return d.Driver.(driver.WrittenCounter).Written(ctx, topic)
 }
 
 type lossyProducer struct {
@@ -420,7 +420,7 @@ func (d *redeliveringDriver) NewConsumer(ctx context.Context, spec driver.Consum
 	return d.Driver.NewConsumer(ctx, spec, func(dv *driver.Delivery) {
 		h, err := payload.Parse(dv.Value)
 		if err == nil && h.Seq%d.holdEvery == 0 {
-			late := driver.Delivery{Value: append([]byte(nil), dv.Value...), Partition: dv.Partition, Offset: dv.Offset}
+			late := driver.Delivery{Value: append([]byte(nil), dv.Value...), Lane: dv.Lane}
 			time.AfterFunc(d.hold, func() { deliver(&late) })
 			return
 		}
@@ -433,8 +433,8 @@ func (d *redeliveringDriver) WaitSubscription(ctx context.Context, topic, sub st
 	return d.Driver.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, sub, members)
 }
 
-func (d *redeliveringDriver) StoredMessages(ctx context.Context, topic string) (int64, error) {
-	return d.Driver.(driver.StoredCounter).StoredMessages(ctx, topic)
+func (d *redeliveringDriver) Written(ctx context.Context, topic string) (int64, error) {
+	return d.Driver.(driver.WrittenCounter).Written(ctx, topic)
 }
 
 // TestRedeliveriesDoNotEndTheDrain: the drain waits for every message to

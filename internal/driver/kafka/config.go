@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -294,12 +295,13 @@ func (c *config) producerOpts(maxMessage, maxInFlight int) []kgo.Opt {
 }
 
 // consumerOpts maps the consumer settings onto franz-go for a member of
-// group reading topic.
-func (c *config) consumerOpts(topic, group string) []kgo.Opt {
+// group reading topic from start (a group without committed offsets; with
+// auto.offset.reset=latest, always from the end).
+func (c *config) consumerOpts(topic, group string, start driver.StartPosition) []kgo.Opt {
 	p := c.consumer
 	opts := c.clientOpts(p)
 	reset := kgo.NewOffset().AtStart()
-	if must(p.Get("auto.offset.reset")) == "latest" {
+	if start == driver.StartNew || must(p.Get("auto.offset.reset")) == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	opts = append(opts,

@@ -25,7 +25,10 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-func init() { driver.Register("kafka", New) }
+func init() {
+	driver.Register(driver.Registration{Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalKind: "kafka",
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, Acks: true}})
+}
 
 // Driver talks to one Kafka cluster. It is safe for concurrent use.
 type Driver struct {
@@ -37,7 +40,7 @@ type Driver struct {
 var (
 	_ driver.Driver             = (*Driver)(nil)
 	_ driver.SubscriptionWaiter = (*Driver)(nil)
-	_ driver.StoredCounter      = (*Driver)(nil)
+	_ driver.WrittenCounter     = (*Driver)(nil)
 	_ driver.Placement          = (*Driver)(nil)
 )
 
@@ -216,9 +219,9 @@ func (d *Driver) Brokers(ctx context.Context) (int, error) {
 	return len(md.Brokers), nil
 }
 
-// StoredMessages implements driver.StoredCounter: the sum over partitions of
+// StoredMessages implements driver.WrittenCounter: the sum over partitions of
 // the end offsets.
-func (d *Driver) StoredMessages(ctx context.Context, topic string) (int64, error) {
+func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	ctx, cancel := d.apiCtx(ctx)
 	defer cancel()
 	ends, err := d.admin.ListEndOffsets(ctx, topic)
@@ -289,6 +292,10 @@ type producer struct {
 	topic   string
 	ack     driver.AckFunc
 	promise func(*kgo.Record, error) // p.onProduced, bound once
+	// pending counts messages whose promise has not run: franz-go fails
+	// buffered records on Close but may call their promises after Close
+	// returns, and the contract allows no acknowledgement after it.
+	pending sync.WaitGroup
 }
 
 // recordSlot is the per-Message state kept in Message.DriverState: the
@@ -318,6 +325,7 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	if m.Time > 0 {
 		slot.rec.Timestamp = time.Unix(0, m.Time)
 	}
+	p.pending.Add(1)
 	p.cl.Produce(ctx, &slot.rec, p.promise)
 }
 
@@ -327,13 +335,18 @@ func (p *producer) onProduced(r *kgo.Record, err error) {
 		err = sendError{err}
 	}
 	p.ack(m, err)
+	p.pending.Done()
 }
 
 // Flush implements driver.Producer.
 func (p *producer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
 
-// Close implements driver.Producer.
-func (p *producer) Close() { p.cl.Close() }
+// Close implements driver.Producer: messages in flight are failed, and
+// every acknowledgement has been called when it returns.
+func (p *producer) Close() {
+	p.cl.Close()
+	p.pending.Wait()
+}
 
 // sendError gives Kafka send errors a short kind for failure counts.
 type sendError struct{ err error }
@@ -369,7 +382,7 @@ func (e sendError) Kind() string {
 // goroutine until Close.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume, topic: spec.Topic}
-	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription),
+	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription, spec.Start),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			c.readyOnce.Do(func() { close(c.ready) })
 		}))
@@ -410,7 +423,7 @@ func (c *consumer) poll(ctx context.Context) {
 		iter := fetches.RecordIter()
 		for !iter.Done() {
 			r := iter.Next()
-			del.Value, del.Partition, del.Offset = r.Value, r.Partition, r.Offset
+			del.Value, del.Lane = r.Value, r.Partition
 			c.consume(&del)
 		}
 		if !c.autoCommit && c.committing.CompareAndSwap(false, true) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -106,7 +107,7 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 			mu.Unlock()
-			stored, err := d.(driver.StoredCounter).StoredMessages(ctx, topic)
+			stored, err := d.(driver.WrittenCounter).Written(ctx, topic)
 			if err != nil || stored != n {
 				t.Fatalf("broker stores %d (%v), want %d", stored, err, n)
 			}
@@ -248,4 +249,26 @@ func TestRecordTimestampIsSendTime(t *testing.T) {
 	if got, want := recs[0].Timestamp.UnixMilli(), sendTime/1e6; got != want {
 		t.Errorf("record timestamp %d ms, want the send time %d ms", got, want)
 	}
+}
+
+// TestConformance: the Kafka driver passes the driver contract's
+// conformance suite against a real broker.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Target{
+		Connect: func(t *testing.T) driver.Driver { return newDriver(t, workload.Property{Key: "linger.ms", Value: "1"}) },
+		Unreachable: func(*testing.T) (driver.Driver, error) {
+			return New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
+				Common: workload.Properties{{Key: "default.api.timeout.ms", Value: "5000"}}}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+		},
+		Capabilities: registered(t).Capabilities,
+	})
+}
+
+func registered(t *testing.T) driver.Registration {
+	t.Helper()
+	reg, ok := driver.Lookup("kafka")
+	if !ok {
+		t.Fatal("the kafka driver is not registered")
+	}
+	return reg
 }

@@ -1,0 +1,47 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+func TestRedactEndpoints(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://bench:s3cret@127.0.0.1:5672/vhost": "amqp://bench:xxxxx@127.0.0.1:5672/vhost",
+		"nats://a:p1@h1:4222, nats://b:p2@h2:4222": "nats://a:xxxxx@h1:4222,nats://b:xxxxx@h2:4222",
+		"127.0.0.1:9092,127.0.0.2:9092":            "127.0.0.1:9092,127.0.0.2:9092",
+		"redis://:onlypassword@127.0.0.1:6379":     "redis://:xxxxx@127.0.0.1:6379",
+		"amqp://user@127.0.0.1":                    "amqp://user@127.0.0.1",
+	} {
+		got := RedactEndpoints(in)
+		if got != want {
+			t.Errorf("RedactEndpoints(%q) = %q, want %q", in, got, want)
+		}
+		for _, secret := range []string{"s3cret", "p1", "p2", "onlypassword"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("RedactEndpoints(%q) keeps %q", in, secret)
+			}
+		}
+	}
+}
+
+// TestCapabilitiesCheckWorkload: settings a broker's model has no place
+// for are input errors naming the workload's field.
+func TestCapabilitiesCheckWorkload(t *testing.T) {
+	w := &workload.Workload{Source: "w.yaml", PartitionsPerTopic: 4, ReplicationFactor: 3}
+	queue := Capabilities{}
+	err := queue.CheckWorkload(w, "queue")
+	if err == nil || !strings.Contains(err.Error(), "partitionsPerTopic") || !strings.Contains(err.Error(), "replicationFactor") {
+		t.Errorf("a queue broker accepted 4 partitions and replication 3: %v", err)
+	}
+	log := Capabilities{Partitions: true, Replication: true}
+	if err := log.CheckWorkload(w, "log"); err != nil {
+		t.Errorf("a partitioned, replicated broker refused: %v", err)
+	}
+	w.PartitionsPerTopic, w.ReplicationFactor = 1, 1
+	if err := queue.CheckWorkload(w, "queue"); err != nil {
+		t.Errorf("one partition, no replication refused: %v", err)
+	}
+}

@@ -1,0 +1,500 @@
+// Package drivertest is the conformance suite of the driver contract: the
+// behaviour the runner relies on, checked against a driver connected to
+// its real broker. Every driver's tests call Run; the in-memory reference
+// driver passes it too.
+package drivertest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/runner"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Target is the driver under test.
+type Target struct {
+	// Connect returns a new driver connected to the broker under test;
+	// the suite closes it.
+	Connect func(t *testing.T) driver.Driver
+	// Unreachable returns a driver configured for an address where no
+	// broker answers; nil skips that case.
+	Unreachable func(t *testing.T) (driver.Driver, error)
+	// Capabilities are the driver's, as registered.
+	Capabilities driver.Capabilities
+	// Bound limits every wait of the suite (default 30 s).
+	Bound time.Duration
+}
+
+// Run runs every case of the suite against tg, each as a subtest.
+func Run(t *testing.T, tg Target) {
+	if tg.Bound == 0 {
+		tg.Bound = 30 * time.Second
+	}
+	cases := []struct {
+		name string
+		run  func(*testing.T, Target)
+	}{
+		{"TopicLifecycle", topicLifecycle},
+		{"RoundTrip", roundTrip},
+		{"AckOnceOnClose", ackOnceOnClose},
+		{"ManyProducersAndConsumers", manyProducersAndConsumers},
+		{"PauseResume", pauseResume},
+		{"Unreachable", unreachable},
+		{"FixedRateRun", fixedRateRun},
+		{"LossCountedExactly", lossCountedExactly},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, tg) })
+	}
+}
+
+var topicSeq atomic.Int64
+
+// newTopic creates a fresh topic for one case and deletes it afterwards.
+func newTopic(t *testing.T, tg Target, d driver.Driver) (string, int) {
+	t.Helper()
+	name := fmt.Sprintf("bb-conformance-%d-%d", time.Now().UnixNano(), topicSeq.Add(1))
+	parts := 1
+	if tg.Capabilities.Partitions {
+		parts = 3
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: name, Partitions: parts, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+		defer cancel()
+		_ = d.DeleteTopic(ctx, name)
+	})
+	return name, parts
+}
+
+func connect(t *testing.T, tg Target) driver.Driver {
+	t.Helper()
+	d := tg.Connect(t)
+	t.Cleanup(d.Close)
+	return d
+}
+
+// acks counts the acknowledgements of each message, by its index in the
+// message's first 8 bytes.
+type acks struct {
+	mu     sync.Mutex
+	count  map[uint64]int
+	failed int
+	active int32 // calls in progress, to catch concurrent calls
+	errs   []string
+}
+
+func newAcks() *acks { return &acks{count: map[uint64]int{}} }
+
+func (a *acks) fn(m *driver.Message, err error) {
+	if atomic.AddInt32(&a.active, 1) > 1 {
+		a.mu.Lock()
+		a.errs = append(a.errs, "AckFunc called concurrently for one producer")
+		a.mu.Unlock()
+	}
+	defer atomic.AddInt32(&a.active, -1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.count[binary.BigEndian.Uint64(m.Value)]++
+	if err != nil {
+		a.failed++
+	}
+}
+
+func (a *acks) total() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.count {
+		n += c
+	}
+	return n
+}
+
+// message returns message i: its index in the first 8 bytes of a 64-byte
+// value, which every message owns (the contract lets the driver keep it
+// until its ack).
+func message(i uint64) *driver.Message {
+	v := make([]byte, 64)
+	binary.BigEndian.PutUint64(v, i)
+	return &driver.Message{Value: v}
+}
+
+// received records deliveries by message index.
+type received struct {
+	mu    sync.Mutex
+	count map[uint64]int
+	lanes map[int32]bool
+}
+
+func newReceived() *received { return &received{count: map[uint64]int{}, lanes: map[int32]bool{}} }
+
+func (r *received) fn(d *driver.Delivery) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(d.Value) >= 8 {
+		r.count[binary.BigEndian.Uint64(d.Value)]++
+	}
+	r.lanes[d.Lane] = true
+}
+
+func (r *received) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.count)
+}
+
+// waitFor polls cond until it holds or bound passes.
+func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, bound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// topicLifecycle: a topic can be created and deleted; deleting it again
+// wraps ErrTopicNotFound.
+func topicLifecycle(t *testing.T, tg Target) {
+	d := connect(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	name := fmt.Sprintf("bb-conformance-lifecycle-%d", time.Now().UnixNano())
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: name, Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteTopic(ctx, name); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := d.DeleteTopic(ctx, name); !errors.Is(err, driver.ErrTopicNotFound) {
+		t.Errorf("deleting a deleted topic: %v; want an error wrapping ErrTopicNotFound", err)
+	}
+}
+
+// roundTrip: every message sent is acknowledged exactly once, without
+// error, and delivered exactly once to the one consumer; a broker that
+// counts written messages counts them all.
+func roundTrip(t *testing.T, tg Target) {
+	const n = 2000
+	d := connect(t, tg)
+	topic, parts := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	got := newReceived()
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-sub", Start: driver.StartEarliest}, got.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(n) {
+		p.Send(ctx, message(i))
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	p.Close()
+	if a.total() != n || a.failed != 0 || len(a.errs) > 0 {
+		t.Fatalf("%d acks for %d messages, %d failed, %v", a.total(), n, a.failed, a.errs)
+	}
+	waitFor(t, tg.Bound, "every message delivered", func() bool { return got.distinct() == n })
+	got.mu.Lock()
+	for i, c := range got.count {
+		if c != 1 {
+			t.Errorf("message %d delivered %d times", i, c)
+		}
+	}
+	if tg.Capabilities.Partitions && len(got.lanes) != parts {
+		t.Errorf("deliveries in lanes %v; want the %d partitions", got.lanes, parts)
+	}
+	got.mu.Unlock()
+	if wc, ok := d.(driver.WrittenCounter); ok {
+		waitFor(t, tg.Bound, "the broker counts every message", func() bool {
+			w, err := wc.Written(ctx, topic)
+			return err == nil && w == n
+		})
+	}
+}
+
+// ackOnceOnClose: a producer closed with messages in flight calls the
+// AckFunc exactly once for each, never concurrently, and never after
+// Close returns.
+func ackOnceOnClose(t *testing.T, tg Target) {
+	const n = 5000
+	d := connect(t, tg)
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	a := newAcks()
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(n) {
+		p.Send(ctx, message(i))
+	}
+	p.Close()
+	after := a.total()
+	time.Sleep(200 * time.Millisecond)
+	if a.total() != after {
+		t.Errorf("%d acks after Close returned", a.total()-after)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.count) != n || len(a.errs) > 0 {
+		t.Fatalf("%d of %d messages acknowledged or failed by Close; %v", len(a.count), n, a.errs)
+	}
+	for i, c := range a.count {
+		if c != 1 {
+			t.Fatalf("message %d: AckFunc called %d times", i, c)
+		}
+	}
+}
+
+// manyProducersAndConsumers: with four producers and two subscriptions of
+// two consumers each, every subscription receives every message.
+func manyProducersAndConsumers(t *testing.T, tg Target) {
+	const producers, each = 4, 500
+	d := connect(t, tg)
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	subs := []*received{newReceived(), newReceived()}
+	for s, got := range subs {
+		for range 2 {
+			c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: fmt.Sprintf("%s-sub-%d", topic, s), Start: driver.StartEarliest}, got.fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Ready(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if w, ok := d.(driver.SubscriptionWaiter); ok {
+		for s := range subs {
+			if err := w.WaitSubscription(ctx, topic, fmt.Sprintf("%s-sub-%d", topic, s), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for pi := range producers {
+		a := newAcks()
+		p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: each}, a.fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer p.Close()
+			for i := range uint64(each) {
+				p.Send(ctx, message(uint64(pi)*each+i))
+			}
+			if err := p.Flush(ctx); err != nil || a.failed > 0 {
+				t.Errorf("producer %d: flush %v, %d failed", pi, err, a.failed)
+			}
+		}()
+	}
+	wg.Wait()
+	for s, got := range subs {
+		waitFor(t, tg.Bound, fmt.Sprintf("subscription %d receives all %d messages", s, producers*each),
+			func() bool { return got.distinct() == producers*each })
+	}
+}
+
+// pauseResume: a paused consumer stops receiving (what it fetched before
+// may still arrive) and receives the rest after Resume.
+func pauseResume(t *testing.T, tg Target) {
+	const n = 500
+	d := connect(t, tg)
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	got := newReceived()
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-sub", Start: driver.StartEarliest}, got.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pz, ok := c.(driver.Pauser)
+	if !ok {
+		t.Skip("the driver's consumers cannot pause")
+	}
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pz.Pause()
+	time.Sleep(500 * time.Millisecond) // the pause reaches the client's fetcher
+	a := newAcks()
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range uint64(n) {
+		p.Send(ctx, message(i))
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if paused := got.distinct(); paused == n {
+		t.Fatalf("all %d messages arrived while paused", n)
+	}
+	pz.Resume()
+	waitFor(t, tg.Bound, "every message after Resume", func() bool { return got.distinct() == n })
+}
+
+// unreachable: a driver for an address where nothing answers fails its
+// first call with an error, within the suite's bound, not hanging.
+func unreachable(t *testing.T, tg Target) {
+	if tg.Unreachable == nil {
+		t.Skip("no unreachable configuration given")
+	}
+	d, err := tg.Unreachable(t)
+	if err != nil {
+		return // refused at once: clear enough
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	start := time.Now()
+	if _, err := d.BrokerVersion(ctx); err == nil {
+		t.Fatal("BrokerVersion succeeded against an unreachable broker")
+	}
+	if took := time.Since(start); took >= tg.Bound {
+		t.Errorf("the error took %s, the whole bound", took)
+	}
+}
+
+// runWorkload runs a small fixed-rate workload through the runner.
+func runWorkload(t *testing.T, tg Target, d driver.Driver) (*workload.Workload, runner.Config) {
+	parts := 1
+	if tg.Capabilities.Partitions {
+		parts = 3
+	}
+	w := &workload.Workload{
+		Name: "conformance", Topics: 1, PartitionsPerTopic: parts, MessageSize: 100, PayloadRandomRatio: 1, PayloadPoolSize: 10,
+		KeyDistributor: payload.NoKey, ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
+		ProducerRate: 1000, Warmup: time.Second, Duration: 3 * time.Second, Seed: 1,
+	}
+	return w, runner.Config{Workload: w, Driver: d, DrainTimeout: tg.Bound, MaxSendLag: 100 * time.Millisecond}
+}
+
+// fixedRateRun: the runner holds a modest fixed rate through the driver
+// and accounts for every message.
+func fixedRateRun(t *testing.T, tg Target) {
+	d := connect(t, tg)
+	_, cfg := runWorkload(t, tg, d)
+	res, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	if c.Acked == 0 || c.Acked != c.Sent || c.Lost != 0 || c.Duplicated != 0 || c.OutOfOrder != 0 {
+		t.Errorf("accounting %+v", c)
+	}
+	if tgt := res.Target; tgt == nil || !tgt.Held {
+		t.Errorf("1000 msg/s not held: %+v", res.Target)
+	}
+}
+
+// lossCountedExactly: a broker that acknowledges messages it then drops
+// (every tenth, here injected by a wrapper) is caught, and the loss is
+// counted exactly.
+func lossCountedExactly(t *testing.T, tg Target) {
+	inner := connect(t, tg)
+	d := &lossy{Driver: inner, every: 10}
+	_, cfg := runWorkload(t, tg, d)
+	cfg.DrainTimeout = 10 * time.Second
+	res, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped, c := d.dropped.Load(), res.Counts
+	if _, counts := inner.(driver.WrittenCounter); !counts {
+		// Without the broker's count the drain cannot end: what never
+		// arrived is undelivered, not known to be lost.
+		if dropped == 0 || c.Undelivered != dropped {
+			t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d undelivered (%+v)", dropped, c.Undelivered, c)
+		}
+		return
+	}
+	if dropped == 0 || c.Lost != dropped || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-dropped {
+		t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d lost (%+v)", dropped, c.Lost, c)
+	}
+}
+
+// lossy wraps a driver whose producers acknowledge every n-th message
+// without sending it: a broker that loses acknowledged messages.
+type lossy struct {
+	driver.Driver
+	every   int64
+	dropped atomic.Int64
+}
+
+func (l *lossy) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	lp := &lossyProducer{l: l}
+	// Acknowledgements from the wrapped producer and the dropped ones are
+	// serialised: the contract forbids concurrent calls for one producer.
+	lp.ack = func(m *driver.Message, err error) {
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		ack(m, err)
+	}
+	p, err := l.Driver.NewProducer(ctx, spec, lp.ack)
+	lp.Producer = p
+	return lp, err
+}
+
+// Written passes the wrapped driver's count of written messages on.
+func (l *lossy) Written(ctx context.Context, topic string) (int64, error) {
+	wc, ok := l.Driver.(driver.WrittenCounter)
+	if !ok {
+		return 0, errors.New("the driver under test counts no written messages")
+	}
+	return wc.Written(ctx, topic)
+}
+
+type lossyProducer struct {
+	driver.Producer
+	l   *lossy
+	n   atomic.Int64
+	mu  sync.Mutex
+	ack driver.AckFunc
+}
+
+func (p *lossyProducer) Send(ctx context.Context, m *driver.Message) {
+	if p.n.Add(1)%p.l.every == 0 {
+		p.l.dropped.Add(1)
+		p.ack(m, nil)
+		return
+	}
+	p.Producer.Send(ctx, m)
+}

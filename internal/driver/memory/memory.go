@@ -1,0 +1,379 @@
+// Package memory is the reference driver: a broker held in this process's
+// memory, with the semantics the driver contract describes and nothing
+// else. Topics are partitioned logs; each subscription is a group whose
+// members share the partitions; acknowledgements arrive asynchronously.
+// It lets runner tests run without a broker, and the conformance suite
+// (drivertest) checks it like any driver. It is not registered for
+// workloads: results measured on it would describe nothing.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// Capabilities are the reference broker's: partitioned, replayable logs
+// without replicas.
+var Capabilities = driver.Capabilities{Partitions: true, Replay: true}
+
+// Broker is one in-memory broker; drivers made by NewDriver share it.
+type Broker struct {
+	mu     sync.Mutex
+	topics map[string]*topic
+	// changed is closed and replaced whenever a log grows or a group's
+	// membership changes, waking consumers.
+	changed chan struct{}
+	// Unreachable makes every call fail, as a broker that does not answer.
+	Unreachable bool
+}
+
+type topic struct {
+	logs   [][][]byte // [partition] messages
+	next   int        // round-robin partition for messages without a key
+	groups map[string]*group
+}
+
+type group struct {
+	members []*consumer
+	offsets []int // next offset per partition
+}
+
+// NewBroker returns an empty broker.
+func NewBroker() *Broker {
+	return &Broker{topics: map[string]*topic{}, changed: make(chan struct{})}
+}
+
+// ErrUnreachable is returned by every call to an unreachable broker.
+var ErrUnreachable = errors.New("memory broker unreachable")
+
+// wake signals waiting consumers; callers hold b.mu.
+func (b *Broker) wake() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// NewDriver returns a driver connected to b.
+func (b *Broker) NewDriver() driver.Driver { return &Driver{b: b} }
+
+// Driver is a connection to a Broker.
+type Driver struct{ b *Broker }
+
+var (
+	_ driver.WrittenCounter = (*Driver)(nil)
+	_ driver.Pauser         = (*consumer)(nil)
+)
+
+func (d *Driver) check(ctx context.Context) error {
+	if d.b.Unreachable {
+		return ErrUnreachable
+	}
+	return ctx.Err()
+}
+
+// BrokerVersion implements driver.Driver.
+func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
+	if err := d.check(ctx); err != nil {
+		return "", err
+	}
+	return "brokerbench in-memory reference broker", nil
+}
+
+// CreateTopic implements driver.Driver.
+func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
+	if err := d.check(ctx); err != nil {
+		return err
+	}
+	if spec.Partitions < 1 {
+		return fmt.Errorf("topic %q: %d partitions", spec.Name, spec.Partitions)
+	}
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if _, ok := d.b.topics[spec.Name]; ok {
+		return fmt.Errorf("topic %q exists", spec.Name)
+	}
+	d.b.topics[spec.Name] = &topic{logs: make([][][]byte, spec.Partitions), groups: map[string]*group{}}
+	return nil
+}
+
+// DeleteTopic implements driver.Driver.
+func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	if err := d.check(ctx); err != nil {
+		return err
+	}
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if _, ok := d.b.topics[name]; !ok {
+		return fmt.Errorf("delete %q: %w", name, driver.ErrTopicNotFound)
+	}
+	delete(d.b.topics, name)
+	d.b.wake()
+	return nil
+}
+
+// Written implements driver.WrittenCounter.
+func (d *Driver) Written(ctx context.Context, name string) (int64, error) {
+	if err := d.check(ctx); err != nil {
+		return 0, err
+	}
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	t, ok := d.b.topics[name]
+	if !ok {
+		return 0, fmt.Errorf("count %q: %w", name, driver.ErrTopicNotFound)
+	}
+	var n int64
+	for _, l := range t.logs {
+		n += int64(len(l))
+	}
+	return n, nil
+}
+
+// EffectiveConfig implements driver.Driver.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties { return nil }
+
+// Close implements driver.Driver.
+func (d *Driver) Close() {}
+
+// NewProducer implements driver.Driver: messages are appended by the
+// producer's own goroutine, which then acknowledges them, in order.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	if err := d.check(ctx); err != nil {
+		return nil, err
+	}
+	p := &producer{b: d.b, topic: spec.Topic, ack: ack, queue: make(chan *driver.Message, max(1, spec.MaxInFlight)), done: make(chan struct{})}
+	go p.run()
+	return p, nil
+}
+
+type producer struct {
+	b        *Broker
+	topic    string
+	ack      driver.AckFunc
+	queue    chan *driver.Message
+	done     chan struct{}
+	mu       sync.Mutex
+	closed   bool
+	inFlight sync.WaitGroup
+}
+
+// ErrClosed fails messages sent to a closed producer or in flight when it
+// closed.
+var ErrClosed = errors.New("producer closed")
+
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.ack(m, ErrClosed)
+		return
+	}
+	p.inFlight.Add(1)
+	p.mu.Unlock()
+	select {
+	case p.queue <- m:
+	case <-ctx.Done():
+		p.ack(m, ctx.Err())
+		p.inFlight.Done()
+	}
+}
+
+func (p *producer) run() {
+	defer close(p.done)
+	for m := range p.queue {
+		p.ack(m, p.b.append(p.topic, m))
+		p.inFlight.Done()
+	}
+}
+
+// append writes a copy of m's value to its partition: by key hash, or
+// round robin without a key.
+func (b *Broker) append(name string, m *driver.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Unreachable {
+		return ErrUnreachable
+	}
+	t, ok := b.topics[name]
+	if !ok {
+		return fmt.Errorf("produce to %q: %w", name, driver.ErrTopicNotFound)
+	}
+	part := t.next % len(t.logs)
+	if len(m.Key) > 0 {
+		h := fnv.New32a()
+		_, _ = h.Write(m.Key)
+		part = int(h.Sum32() % uint32(len(t.logs)))
+	} else {
+		t.next++
+	}
+	t.logs[part] = append(t.logs[part], append([]byte(nil), m.Value...))
+	b.wake()
+	return nil
+}
+
+func (p *producer) Flush(ctx context.Context) error {
+	idle := make(chan struct{})
+	go func() { p.inFlight.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close fails nothing in flight that was already queued: the queue is
+// drained (every message acknowledged or failed) before Close returns.
+func (p *producer) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	// Sends that passed the closed check finish queueing first.
+	p.inFlight.Wait()
+	close(p.queue)
+	<-p.done
+}
+
+// NewConsumer implements driver.Driver: the consumer joins its
+// subscription's group, which shares the topic's partitions among its
+// members; a new group starts at the beginning of the logs (StartEarliest)
+// or at their ends (StartNew).
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if err := d.check(ctx); err != nil {
+		return nil, err
+	}
+	c := &consumer{b: d.b, topic: spec.Topic, consume: consume, stop: make(chan struct{}), done: make(chan struct{})}
+	b := d.b
+	b.mu.Lock()
+	t, ok := b.topics[spec.Topic]
+	if !ok {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("consume %q: %w", spec.Topic, driver.ErrTopicNotFound)
+	}
+	g, ok := t.groups[spec.Subscription]
+	if !ok {
+		g = &group{offsets: make([]int, len(t.logs))}
+		if spec.Start == driver.StartNew {
+			for i, l := range t.logs {
+				g.offsets[i] = len(l)
+			}
+		}
+		t.groups[spec.Subscription] = g
+	}
+	g.members = append(g.members, c)
+	c.g = g
+	b.wake()
+	b.mu.Unlock()
+	go c.run()
+	return c, nil
+}
+
+type consumer struct {
+	b       *Broker
+	topic   string
+	g       *group
+	consume driver.ConsumeFunc
+	paused  bool // under b.mu
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// assigned returns the partitions c owns in its group: partition i goes to
+// member i mod len(members). Callers hold b.mu.
+func (c *consumer) assigned() []int {
+	var parts []int
+	idx := indexOf(c.g.members, c)
+	for p := range c.g.offsets {
+		if p%len(c.g.members) == idx {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+// run delivers messages of c's partitions, oldest first, one at a time
+// with the broker unlocked during the ConsumeFunc call.
+func (c *consumer) run() {
+	defer close(c.done)
+	var d driver.Delivery
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		c.b.mu.Lock()
+		t, ok := c.b.topics[c.topic]
+		var value []byte
+		lane := int32(-1)
+		if ok && !c.paused {
+			for _, p := range c.assigned() {
+				if off := c.g.offsets[p]; off < len(t.logs[p]) {
+					value, lane = t.logs[p][off], int32(p)
+					c.g.offsets[p]++
+					break
+				}
+			}
+		}
+		wait := c.b.changed
+		c.b.mu.Unlock()
+		if lane >= 0 {
+			d.Value, d.Lane = value, lane
+			c.consume(&d)
+			continue
+		}
+		select {
+		case <-wait:
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Pause implements driver.Pauser.
+func (c *consumer) Pause() { c.setPaused(true) }
+
+// Resume implements driver.Pauser.
+func (c *consumer) Resume() { c.setPaused(false) }
+
+func (c *consumer) setPaused(p bool) {
+	c.b.mu.Lock()
+	c.paused = p
+	c.b.wake()
+	c.b.mu.Unlock()
+}
+
+// Close leaves the group; its partitions go to the remaining members.
+func (c *consumer) Close() {
+	c.once.Do(func() {
+		close(c.stop)
+		<-c.done
+		c.b.mu.Lock()
+		if i := indexOf(c.g.members, c); i >= 0 {
+			c.g.members = append(c.g.members[:i], c.g.members[i+1:]...)
+		}
+		c.b.wake()
+		c.b.mu.Unlock()
+	})
+}
+
+func indexOf(members []*consumer, c *consumer) int {
+	for i, m := range members {
+		if m == c {
+			return i
+		}
+	}
+	return -1
+}
