@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
+	_ "github.com/brokerbench/brokerbench/internal/driver/nats"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/testbroker"

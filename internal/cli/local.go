@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/brokerbench/brokerbench/internal/local"
 )
@@ -28,10 +29,12 @@ type localFlags struct {
 	brokers     int
 	controllers int
 	links       bool
+	// flags are the command's, to tell a port given as 0 from none given.
+	flags *pflag.FlagSet
 }
 
 func (f *localFlags) register(cmd *cobra.Command) {
-	f.portFlag, f.brokersFlag = "port", "brokers"
+	f.portFlag, f.brokersFlag, f.flags = "port", "brokers", cmd.Flags()
 	fl := cmd.Flags()
 	fl.IntVar(&f.port, "port", 0, "client port of every broker, each on its own loopback address, other ports chosen free (default: the broker's usual port, Kafka 9092)")
 	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the cluster's nodes: data, logs, configs, PID files (default: per port, under the brokerbench cache)")
@@ -44,7 +47,7 @@ func (f *localFlags) register(cmd *cobra.Command) {
 // registerTarget adds --local-port to a command that runs against the local
 // broker when no address is given (run, study).
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
-	f.portFlag, f.brokersFlag = "local-port", "local-brokers"
+	f.portFlag, f.brokersFlag, f.flags = "local-port", "local-brokers", cmd.Flags()
 	cmd.Flags().IntVar(&f.port, "local-port", 0, "client port of the local broker used when no broker address is given (default: the broker's usual port, Kafka 9092)")
 	f.brokers = 1
 }
@@ -59,7 +62,7 @@ func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
 // validate checks the local broker flags.
 func (f *localFlags) validate() error {
 	var errs []error
-	if f.port < 0 || f.port > 65535 {
+	if given := f.flags != nil && f.flags.Changed(f.portFlag); given && (f.port < 1 || f.port > 65535) || f.port < 0 || f.port > 65535 {
 		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65535, got %d", f.portFlag, f.port)})
 	}
 	if f.heapMB != 0 && f.heapMB < 128 {
@@ -157,10 +160,16 @@ on its own loopback address (127.0.1.i), with the first three brokers as
 the controller quorum or --controllers dedicated ones. Internal topics are
 replicated min(3, N) times. A cluster's nodes share the machine's cores and
 disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
-3 GiB resident when idle; 3 is what the reference studies use.`,
+3 GiB resident when idle; 3 is what the reference studies use.
+
+NATS (nats) is built from the Go module proxy (needs the Go toolchain) and
+runs with JetStream: one server on 127.0.0.1:4222, or --brokers N servers
+on 127.0.1.i joined by routes, which replicate streams. --controllers,
+--heap-mb and --links apply to Kafka only.`,
 	}
 	var f localFlags
-	cluster := func(args []string) (*local.Cluster, error) {
+	cluster := func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
+		f.flags = cmd.Flags()
 		if len(args) != 1 {
 			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
 		}
@@ -177,10 +186,10 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 	up := &cobra.Command{
 		Use:   "up kafka",
 		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
-		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n" +
+		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n" +
 			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cluster(args)
+			c, err := cluster(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -197,7 +206,7 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		Short:   "Stop every node of a local cluster by its PID",
 		Example: "  brokerbench local down kafka\n  brokerbench local down kafka --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cluster(args)
+			c, err := cluster(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -210,7 +219,7 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 		Short:   "List a local cluster's nodes: roles, addresses, PID, state, log",
 		Example: "  brokerbench local status kafka\n  brokerbench local status kafka --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cluster(args)
+			c, err := cluster(cmd, args)
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 	if !t.usesLocal(dc) {
 		return driver.Options{Endpoints: t.endpoints}, nil
 	}
-	if t.cluster == nil || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links {
+	if t.cluster == nil || t.cluster.Kind.Name() != t.localKind(dc) || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links {
 		if err := t.release(); err != nil {
 			return driver.Options{}, withCode(ExitRunFailed, err)
 		}

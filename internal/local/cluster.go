@@ -462,6 +462,7 @@ var kinds = map[string]struct {
 	port       int
 }{
 	"kafka": {NewKafka, 9092},
+	"nats":  {NewNATS, 4222},
 }
 
 // KindNames returns the kinds of local broker brokerbench runs, sorted.

@@ -87,6 +87,12 @@ var ombDriverClasses = map[string]string{
 	"io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver":       "redis",
 }
 
+// ombTopLevelSettings are settings that OMB's driver files for other
+// brokers than Kafka carry at their top level. They are kept in
+// commonConfig under the same name, where the driver validates them (the
+// Kafka driver refuses them as unknown).
+var ombTopLevelSettings = []string{"natsHostUrl"}
+
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {
 	data, err := os.ReadFile(path)
@@ -130,6 +136,13 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 	if topLevel {
 		fields["name"] = stringField(&name)
 		fields["driverClass"] = stringField(&c.DriverClass)
+		for _, key := range ombTopLevelSettings {
+			fields[key] = func(d *decoder, key string, v *yaml.Node) {
+				if s, ok := scalar(d, key, v, "a single value"); ok {
+					c.Common = append(c.Common, Property{Key: key, Value: s, File: d.file, Line: v.Line})
+				}
+			}
+		}
 	}
 	seen := d.mapping(n, "a driver config", fields)
 	switch {

@@ -1,0 +1,527 @@
+// Package nats is the NATS JetStream driver, on nats.go's jetstream API.
+//
+// A topic is a stream of the same name whose partitions are subjects,
+// TOPIC.0 to TOPIC.N-1: a producer picks the partition by key hash, or in
+// turn without a key, and each partition is a lane of order. A
+// subscription is a durable pull consumer on all of the stream's subjects;
+// the consumers of one subscription share it, and each message is
+// acknowledged (explicit ack) after the runner consumed it. Producers
+// publish asynchronously with a bounded number of pending acknowledgements,
+// each producer and each consumer on its own connection.
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+func init() {
+	driver.Register(driver.Registration{Name: "nats", New: New, EndpointSetting: "servers", LocalKind: "nats",
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
+}
+
+// settings are the driver's config settings, by section, with defaults.
+var settings = map[string]map[string]string{
+	"common": {
+		"servers": "nats://127.0.0.1:4222", // comma-separated server URLs
+		// OMB's NATS driver file names the server so.
+		"natsHostUrl": "",
+	},
+	"topic":    {"storage": "file"},                             // file or memory
+	"producer": {"maxPending": "4000"},                          // async publishes awaiting their ack
+	"consumer": {"fetchBatch": "500", "maxAckPending": "20000"}, // messages per pull; unacked per subscription
+}
+
+type config struct {
+	servers       string
+	storage       jetstream.StorageType
+	maxPending    int
+	fetchBatch    int
+	maxAckPending int
+	replicas      int
+	effective     map[string]workload.Properties
+}
+
+// parseConfig validates every setting of dc.
+func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+	c := &config{replicas: max(1, dc.ReplicationFactor), effective: map[string]workload.Properties{}}
+	var errs []error
+	vals := map[string]map[string]string{}
+	for section, props := range map[string]workload.Properties{"common": dc.Common, "topic": dc.Topic, "producer": dc.Producer, "consumer": dc.Consumer} {
+		vals[section] = map[string]string{}
+		for k, v := range settings[section] {
+			vals[section][k] = v
+		}
+		for _, p := range props {
+			if _, ok := settings[section][p.Key]; !ok {
+				known := make([]string, 0, len(settings[section]))
+				for k := range settings[section] {
+					known = append(known, k)
+				}
+				errs = append(errs, p.Error("unsupported NATS setting in %sConfig%s; supported: %s", section, workload.Suggest(p.Key, known), strings.Join(known, ", ")))
+				continue
+			}
+			vals[section][p.Key] = p.Value
+		}
+	}
+	c.servers = vals["common"]["servers"]
+	if u := vals["common"]["natsHostUrl"]; u != "" {
+		c.servers = u
+	}
+	if len(endpoints) > 0 {
+		c.servers = strings.Join(endpoints, ",")
+	}
+	switch vals["topic"]["storage"] {
+	case "file":
+		c.storage = jetstream.FileStorage
+	case "memory":
+		c.storage = jetstream.MemoryStorage
+	default:
+		errs = append(errs, fmt.Errorf("%s: topicConfig storage: must be file or memory, got %q", dc.Source, vals["topic"]["storage"]))
+	}
+	num := func(section, key string, dst *int) {
+		n, err := strconv.Atoi(vals[section][key])
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s: %sConfig %s: must be a whole number of at least 1, got %q", dc.Source, section, key, vals[section][key]))
+			return
+		}
+		*dst = n
+	}
+	num("producer", "maxPending", &c.maxPending)
+	num("consumer", "fetchBatch", &c.fetchBatch)
+	num("consumer", "maxAckPending", &c.maxAckPending)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for section, m := range vals {
+		for k, v := range m {
+			if v != "" {
+				c.effective[section] = append(c.effective[section], workload.Property{Key: k, Value: v})
+			}
+		}
+		c.effective[section] = c.effective[section].Effective()
+	}
+	c.effective["common"] = workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
+	return c, nil
+}
+
+// Driver is a connection to a NATS server or cluster with JetStream.
+type Driver struct {
+	cfg  *config
+	opts driver.Options
+	mu   sync.Mutex
+	nc   *nats.Conn // admin connection, made on first use
+	js   jetstream.JetStream
+}
+
+var (
+	_ driver.WrittenCounter = (*Driver)(nil)
+	_ driver.Pauser         = (*consumer)(nil)
+)
+
+// New validates dc; it connects on the first operation.
+func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
+	cfg, err := parseConfig(dc, opts.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, opts: opts}, nil
+}
+
+// connect opens a connection to the servers, dialling through opts.
+func (d *Driver) connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(d.cfg.servers, nats.Name(name), nats.Timeout(5*time.Second),
+		nats.SetCustomDialer(dialer{d.opts}), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", driver.RedactEndpoints(d.cfg.servers), err)
+	}
+	return nc, nil
+}
+
+// dialer dials through driver.Options, for nats.SetCustomDialer.
+type dialer struct{ opts driver.Options }
+
+func (dl dialer) Dial(network, address string) (net.Conn, error) {
+	return dl.opts.Dial(context.Background(), network, address)
+}
+
+func (d *Driver) admin() (jetstream.JetStream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.js != nil {
+		return d.js, nil
+	}
+	nc, err := d.connect("brokerbench-admin")
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	d.nc, d.js = nc, js
+	return js, nil
+}
+
+// BrokerVersion implements driver.Driver.
+func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
+	js, err := d.admin()
+	if err != nil {
+		return "", err
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return "", fmt.Errorf("JetStream is not available: %w", err)
+	}
+	return "NATS Server " + d.nc.ConnectedServerVersion(), nil
+}
+
+// subject is the subject of a topic's partition.
+func subject(topic string, partition int) string { return topic + "." + strconv.Itoa(partition) }
+
+// CreateTopic implements driver.Driver: a stream with one subject per
+// partition, limits retention, on file or in memory as configured.
+func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
+	js, err := d.admin()
+	if err != nil {
+		return err
+	}
+	subjects := make([]string, spec.Partitions)
+	for p := range subjects {
+		subjects[p] = subject(spec.Name, p)
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: spec.Name, Subjects: subjects, Storage: d.cfg.storage,
+		Replicas: max(1, spec.ReplicationFactor), Retention: jetstream.LimitsPolicy})
+	if err != nil {
+		return fmt.Errorf("create stream %q: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// DeleteTopic implements driver.Driver.
+func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	js, err := d.admin()
+	if err != nil {
+		return err
+	}
+	if err := js.DeleteStream(ctx, name); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("delete stream %q: %w", name, driver.ErrTopicNotFound)
+		}
+		return fmt.Errorf("delete stream %q: %w", name, err)
+	}
+	return nil
+}
+
+// Written implements driver.WrittenCounter: the stream's last sequence.
+func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
+	js, err := d.admin()
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	return int64(info.State.LastSeq), nil
+}
+
+// EffectiveConfig implements driver.Driver.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
+
+// Close implements driver.Driver.
+func (d *Driver) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.nc != nil {
+		d.nc.Close()
+	}
+}
+
+// partitions returns the number of partitions (subjects) of a stream.
+func (d *Driver) partitions(ctx context.Context, topic string) (int, error) {
+	js, err := d.admin()
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, topic)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, fmt.Errorf("stream %q: %w", topic, driver.ErrTopicNotFound)
+		}
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	return len(s.CachedInfo().Config.Subjects), nil
+}
+
+// NewProducer implements driver.Driver.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	parts, err := d.partitions(ctx, spec.Topic)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := d.connect("brokerbench-producer")
+	if err != nil {
+		return nil, err
+	}
+	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	p := &producer{nc: nc, js: js, ack: ack, futures: make(chan inFlight, pending), done: make(chan struct{}), closed: make(chan struct{})}
+	for i := range parts {
+		p.subjects = append(p.subjects, subject(spec.Topic, i))
+	}
+	go p.complete()
+	return p, nil
+}
+
+type producer struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	subjects []string
+	next     atomic.Uint64
+	ack      driver.AckFunc
+	futures  chan inFlight
+	done     chan struct{}
+	closed   chan struct{} // closed by Close: pending publishes fail
+	closing  sync.Once
+	wg       sync.WaitGroup // messages sent and not yet acknowledged
+}
+
+type inFlight struct {
+	m *driver.Message
+	f jetstream.PubAckFuture
+}
+
+// Send implements driver.Producer.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	part := int(p.next.Add(1)) % len(p.subjects)
+	if len(m.Key) > 0 {
+		h := fnv.New32a()
+		_, _ = h.Write(m.Key)
+		part = int(h.Sum32() % uint32(len(p.subjects)))
+	}
+	msg, _ := m.DriverState.(*nats.Msg)
+	if msg == nil {
+		msg = &nats.Msg{}
+		m.DriverState = msg
+	}
+	msg.Subject, msg.Data = p.subjects[part], m.Value
+	p.wg.Add(1)
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		p.ack(m, sendError{err})
+		p.wg.Done()
+		return
+	}
+	// PublishMsgAsync holds at most as many pending as futures has room
+	// for: this does not block.
+	p.futures <- inFlight{m, f}
+}
+
+// complete acknowledges messages as their publish acks arrive, in the
+// order they were sent (JetStream acknowledges a connection's publishes
+// in order), one goroutine per producer: never concurrently.
+func (p *producer) complete() {
+	defer close(p.done)
+	for fl := range p.futures {
+		var err error
+		// An outcome that arrived wins over the producer's closing.
+		select {
+		case <-fl.f.Ok():
+		case err = <-fl.f.Err():
+		default:
+			select {
+			case <-fl.f.Ok():
+			case err = <-fl.f.Err():
+			case <-p.closed:
+				err = nats.ErrConnectionClosed
+			}
+		}
+		if err != nil {
+			err = sendError{err}
+		}
+		p.ack(fl.m, err)
+		p.wg.Done()
+	}
+}
+
+// Flush implements driver.Producer.
+func (p *producer) Flush(ctx context.Context) error {
+	idle := make(chan struct{})
+	go func() { p.wg.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close implements driver.Producer: the connection closes, which fails
+// the publishes still awaiting their ack, and every acknowledgement has
+// been called when it returns.
+func (p *producer) Close() {
+	p.closing.Do(func() {
+		close(p.closed)
+		p.nc.Close()
+		close(p.futures)
+		<-p.done
+	})
+}
+
+// sendError gives NATS send errors a short kind for failure counts.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }
+
+// Kind names the error.
+func (e sendError) Kind() string {
+	switch {
+	case errors.Is(e.err, nats.ErrConnectionClosed):
+		return "CONNECTION_CLOSED"
+	case errors.Is(e.err, jetstream.ErrTooManyStalledMsgs):
+		return "TOO_MANY_PENDING"
+	case errors.Is(e.err, jetstream.ErrNoStreamResponse), errors.Is(e.err, nats.ErrNoResponders):
+		return "NO_RESPONSE"
+	case errors.Is(e.err, context.DeadlineExceeded), errors.Is(e.err, nats.ErrTimeout):
+		return "TIMEOUT"
+	}
+	return "other"
+}
+
+// NewConsumer implements driver.Driver: the subscription's durable pull
+// consumer, created by its first member.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if _, err := d.partitions(ctx, spec.Topic); err != nil {
+		return nil, err
+	}
+	nc, err := d.connect("brokerbench-consumer")
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	deliver := jetstream.DeliverAllPolicy
+	if spec.Start == driver.StartNew {
+		deliver = jetstream.DeliverNewPolicy
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, spec.Topic, jetstream.ConsumerConfig{Durable: spec.Subscription,
+		AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: deliver, MaxAckPending: d.cfg.maxAckPending, AckWait: 30 * time.Second})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("consumer %q on stream %q: %w", spec.Subscription, spec.Topic, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(d.cfg.fetchBatch))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("pull from %q: %w", spec.Subscription, err)
+	}
+	c := &consumer{nc: nc, it: it, consume: consume, topic: spec.Topic, done: make(chan struct{}), resume: make(chan struct{})}
+	go c.run()
+	return c, nil
+}
+
+type consumer struct {
+	nc      *nats.Conn
+	it      jetstream.MessagesContext
+	consume driver.ConsumeFunc
+	topic   string
+	done    chan struct{}
+	mu      sync.Mutex
+	paused  bool
+	resume  chan struct{} // closed on Resume while paused
+	closing sync.Once
+}
+
+// run delivers messages until the iterator stops, acknowledging each after
+// the runner consumed it.
+func (c *consumer) run() {
+	defer close(c.done)
+	var d driver.Delivery
+	prefix := c.topic + "."
+	for {
+		c.waitResumed()
+		msg, err := c.it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			continue
+		}
+		d.Value, d.Lane = msg.Data(), driver.NoOrder
+		if p, err := strconv.Atoi(strings.TrimPrefix(msg.Subject(), prefix)); err == nil {
+			d.Lane = int32(p)
+		}
+		c.consume(&d)
+		_ = msg.Ack()
+	}
+}
+
+func (c *consumer) waitResumed() {
+	c.mu.Lock()
+	paused, resume := c.paused, c.resume
+	c.mu.Unlock()
+	if paused {
+		<-resume
+	}
+}
+
+// Ready implements driver.Consumer: the pull consumer exists once
+// NewConsumer returns.
+func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Pause implements driver.Pauser: the consumer stops taking messages from
+// its client's buffer (up to fetchBatch already pulled may still arrive).
+func (c *consumer) Pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.paused {
+		c.paused, c.resume = true, make(chan struct{})
+	}
+}
+
+// Resume implements driver.Pauser.
+func (c *consumer) Resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		c.paused = false
+		close(c.resume)
+	}
+}
+
+// Close implements driver.Consumer.
+func (c *consumer) Close() {
+	c.closing.Do(func() {
+		c.Resume()
+		c.it.Stop()
+		<-c.done
+		c.nc.Close()
+	})
+}

@@ -1,0 +1,131 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NATSVersion is the NATS server release brokerbench builds and runs.
+const NATSVersion = "2.15.2"
+
+// NewNATS returns a local NATS cluster with JetStream of brokers nodes, its
+// clients on port, with default directories ("nats-PORT" under the state
+// directory).
+func NewNATS(port, brokers int) *Cluster {
+	return &Cluster{Kind: NATS{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("nats-%d", port)),
+		Port: port, Brokers: brokers}
+}
+
+// NATS is the Kind of NATS server clusters with JetStream: every node is a
+// JetStream server; with more than one, they form a cluster over routes
+// and replicate streams (Raft).
+type NATS struct{}
+
+// Name implements Kind.
+func (NATS) Name() string { return "nats" }
+
+// Product implements Kind.
+func (NATS) Product() string { return "NATS Server" }
+
+// Version implements Kind.
+func (NATS) Version() string { return NATSVersion }
+
+func natsBinary(cacheDir string) string {
+	return filepath.Join(cacheDir, "nats-server-"+NATSVersion, "nats-server")
+}
+
+// Install builds the pinned nats-server release from the Go module proxy
+// into cacheDir, unless already there. It needs the Go toolchain.
+func (NATS) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	bin := natsBinary(cacheDir)
+	if _, err := os.Stat(bin); err == nil {
+		return nil
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("%w: the Go toolchain is needed to build nats-server %s from the Go module proxy: install Go, or build it yourself (go install github.com/nats-io/nats-server/v2@v%s) into %s",
+			ErrPrerequisite, NATSVersion, NATSVersion, filepath.Dir(bin))
+	}
+	logf("building nats-server %s from the Go module proxy into %s (about 30 s on first use)", NATSVersion, filepath.Dir(bin))
+	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+NATSVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build nats-server %s: %w\n%s", NATSVersion, err, lastLines(string(out), 20))
+	}
+	return nil
+}
+
+// Layout implements Kind: node i on the cluster's loopback address, with a
+// route listener when there are several.
+func (NATS) Layout(c *Cluster) []*Node {
+	var nodes []*Node
+	for i := 1; i <= c.Brokers; i++ {
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		if c.Brokers > 1 {
+			n.Ports["cluster"] = 0
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// Configure implements Kind: each node's server config.
+func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+	if c.linked() {
+		return errors.New("links (--links, link faults, a setup's network) are not supported for NATS yet: nats-server resolves peers with the system resolver, which brokerbench cannot point at a node's own links")
+	}
+	for _, n := range c.nodes {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node NATS cluster on loopback.\n", n.ID, c.Brokers)
+		fmt.Fprintf(&b, "server_name: n%d\nlisten: %q\n", n.ID, n.Addr("client"))
+		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 1GB\n  max_file_store: 20GB\n}\n", filepath.Join(n.Dir, "data"))
+		if c.Brokers > 1 {
+			var routes []string
+			for _, peer := range c.nodes {
+				if peer != n {
+					routes = append(routes, fmt.Sprintf("%q", "nats-route://"+peer.Addr("cluster")))
+				}
+			}
+			fmt.Fprintf(&b, "cluster {\n  name: brokerbench\n  listen: %q\n  routes: [%s]\n}\n", n.Addr("cluster"), strings.Join(routes, ", "))
+		}
+		if err := os.WriteFile(n.ConfigFile("nats.conf"), []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("write node %d config: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+// Command implements Kind.
+func (NATS) Command(c *Cluster, n *Node) []string {
+	return []string{natsBinary(c.CacheDir), "-c", n.ConfigFile("nats.conf")}
+}
+
+// Ready implements Kind: every node answers JetStream requests (in a
+// cluster, once the meta leader is elected).
+func (NATS) Ready(ctx context.Context, c *Cluster) error {
+	for _, addr := range c.Bootstrap() {
+		nc, err := nats.Connect("nats://"+addr, nats.Timeout(2*time.Second))
+		if err != nil {
+			return err
+		}
+		js, err := jetstream.New(nc)
+		if err == nil {
+			_, err = js.AccountInfo(ctx)
+		}
+		nc.Close()
+		if err != nil {
+			return fmt.Errorf("%s: JetStream not ready: %w", addr, err)
+		}
+	}
+	return nil
+}
