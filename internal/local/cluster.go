@@ -447,11 +447,17 @@ func loopbackHost(single bool, controllerOnly bool, index int) string {
 }
 
 // newClusterID returns a random 16-byte id in URL-safe base64, the form
-// Kafka's cluster ids take.
+// Kafka's cluster ids take. Like Kafka's own, it never starts with '-',
+// which command lines would read as an option (1 id in 64 did, and the
+// storage tool then refused its -t argument).
 func newClusterID() string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		_, _ = rand.Read(b)
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // kinds are the broker kinds brokerbench can run locally: each one's

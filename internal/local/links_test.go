@@ -110,3 +110,13 @@ func TestZonesAndSelectors(t *testing.T) {
 		t.Errorf("node 101 has %d links; want 12", n)
 	}
 }
+
+// TestClusterIDNeverLooksLikeAnOption: Kafka's storage tool reads an id
+// starting with '-' as an option; ids are drawn until one does not.
+func TestClusterIDNeverLooksLikeAnOption(t *testing.T) {
+	for range 5000 {
+		if id := newClusterID(); id[0] == '-' || len(id) != 22 {
+			t.Fatalf("cluster id %q", id)
+		}
+	}
+}
