@@ -46,9 +46,11 @@ func DefaultStateDir() string {
 var ErrPortInUse = errors.New("in use by a process brokerbench did not start")
 
 // alive reports whether pid is a live (not zombie) process whose command
-// line contains marker. The marker guards against a reused PID.
+// line contains marker. The marker guards against a reused PID. A process
+// whose command line reads empty (just started, or exiting) counts as
+// alive: a node checked right after its start is not taken for dead.
 func alive(pid int, marker string) bool {
-	return proc.Live(pid) && proc.CommandLineHas(pid, marker)
+	return proc.Live(pid) && (proc.CommandLineHas(pid, marker) || proc.Unnamed(pid))
 }
 
 func readPID(path string) (int, error) {

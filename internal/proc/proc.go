@@ -35,6 +35,21 @@ func CommandLineHas(pid int, s string) bool {
 	return err == nil && bytes.Contains(cmdline, []byte(s))
 }
 
+// Unnamed reports whether pid is a live user process whose command line
+// reads empty. That happens in two short windows: right after exec, before
+// the kernel's ELF loader has set up the new program's arguments (the
+// parent's exec call has already returned by then), and while a process
+// exits. Kernel threads, which never have a command line, have no
+// executable and are not unnamed.
+func Unnamed(pid int) bool {
+	cmdline, err := os.ReadFile(path(pid, "cmdline"))
+	if err != nil || len(cmdline) > 0 || !Live(pid) {
+		return false
+	}
+	_, err = Executable(pid)
+	return err == nil
+}
+
 // Executable returns the path of the program pid runs.
 func Executable(pid int) (string, error) {
 	exe, err := os.Readlink(path(pid, "exe"))

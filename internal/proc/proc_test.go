@@ -30,3 +30,14 @@ func TestLive(t *testing.T) {
 		t.Error("a reaped or invalid PID counts as live")
 	}
 }
+
+// TestUnnamed: this test process has a command line, so it is not
+// unnamed; neither is a PID that does not exist.
+func TestUnnamed(t *testing.T) {
+	if Unnamed(os.Getpid()) {
+		t.Error("this process, with its command line, is unnamed")
+	}
+	if Unnamed(1 << 30) {
+		t.Error("a PID that does not exist is unnamed")
+	}
+}
