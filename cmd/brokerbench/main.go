@@ -9,6 +9,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/cli"
 	_ "github.com/brokerbench/brokerbench/internal/driver/kafka" // registers the "kafka" driver
 	_ "github.com/brokerbench/brokerbench/internal/driver/nats"  // registers the "nats" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/redis" // registers the "redis" driver
 )
 
 func main() {

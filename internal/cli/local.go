@@ -164,7 +164,9 @@ disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
 
 NATS (nats) is built from the Go module proxy (needs the Go toolchain) and
 runs with JetStream: one server on 127.0.0.1:4222, or --brokers N servers
-on 127.0.1.i joined by routes, which replicate streams. --controllers,
+on 127.0.1.i joined by routes, which replicate streams. Redis (redis) is
+Debian's redis-server (installed with apt-get when brokerbench runs as
+root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 --heap-mb and --links apply to Kafka only.`,
 	}
 	var f localFlags
@@ -186,7 +188,7 @@ on 127.0.1.i joined by routes, which replicate streams. --controllers,
 	up := &cobra.Command{
 		Use:   "up kafka",
 		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
-		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n" +
+		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n" +
 			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cluster(cmd, args)

@@ -469,6 +469,7 @@ var kinds = map[string]struct {
 }{
 	"kafka": {NewKafka, 9092},
 	"nats":  {NewNATS, 4222},
+	"redis": {NewRedis, 6379},
 }
 
 // KindNames returns the kinds of local broker brokerbench runs, sorted.

@@ -91,7 +91,7 @@ var ombDriverClasses = map[string]string{
 // brokers than Kafka carry at their top level. They are kept in
 // commonConfig under the same name, where the driver validates them (the
 // Kafka driver refuses them as unknown).
-var ombTopLevelSettings = []string{"natsHostUrl"}
+var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle"}
 
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {

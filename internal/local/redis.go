@@ -1,0 +1,126 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// NewRedis returns a local Redis server on port, with default directories
+// ("redis-PORT" under the state directory).
+func NewRedis(port, brokers int) *Cluster {
+	return &Cluster{Kind: Redis{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("redis-%d", port)),
+		Port: port, Brokers: brokers}
+}
+
+// Redis is the Kind of a single Redis server, from the machine's package
+// (Debian's redis-server). Its append-only file is written with
+// appendfsync everysec, which, like Kafka's default, leaves the fsync to
+// the system within a second; no RDB snapshots.
+type Redis struct{}
+
+// Name implements Kind.
+func (Redis) Name() string { return "redis" }
+
+// Product implements Kind.
+func (Redis) Product() string { return "Redis" }
+
+// Version implements Kind: the installed server's, read from it.
+func (Redis) Version() string {
+	bin, err := redisBinary()
+	if err != nil {
+		return "not installed"
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+func redisBinary() (string, error) {
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		return bin, nil
+	}
+	const debian = "/usr/bin/redis-server"
+	if _, err := os.Stat(debian); err == nil {
+		return debian, nil
+	}
+	return "", fmt.Errorf("%w: redis-server is not installed: install it (Debian: apt-get install redis-server)", ErrPrerequisite)
+}
+
+// Install installs Debian's redis-server package when it is missing and
+// brokerbench runs as root with apt-get; otherwise it says what to run.
+func (Redis) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	if _, err := redisBinary(); err == nil {
+		return nil
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil || os.Geteuid() != 0 {
+		_, err := redisBinary()
+		return err
+	}
+	logf("installing Debian's redis-server package (apt-get)")
+	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", "redis-server"}} {
+		cmd := exec.CommandContext(ctx, apt, args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %w\n%s", args[0], err, lastLines(string(out), 10))
+		}
+	}
+	_, err = redisBinary()
+	return err
+}
+
+// Layout implements Kind: one server. Redis replicas and Redis Cluster
+// are not run locally yet.
+func (Redis) Layout(c *Cluster) []*Node {
+	return []*Node{{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
+		Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+}
+
+// Configure implements Kind.
+func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+	if c.Brokers != 1 {
+		return errors.New("brokerbench runs a single local Redis server (--brokers 1); replicas and Redis Cluster are not supported yet")
+	}
+	if c.linked() {
+		return errors.New("links (--links, link faults, a setup's network) are not supported for Redis yet")
+	}
+	n := c.nodes[0]
+	// set-proc-title no keeps the command line, with the config's path in
+	// the node's directory, by which brokerbench knows its process.
+	conf := fmt.Sprintf("# Written by brokerbench.\nbind %s\nport %d\ndir %s\nsave \"\"\nappendonly yes\nappendfsync everysec\nprotected-mode yes\ndaemonize no\nset-proc-title no\n",
+		n.Host, n.Ports["client"], filepath.Join(n.Dir, "data"))
+	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(n.ConfigFile("redis.conf"), []byte(conf), 0o644)
+}
+
+// Command implements Kind.
+func (Redis) Command(c *Cluster, n *Node) []string {
+	bin, err := redisBinary()
+	if err != nil {
+		bin = "redis-server"
+	}
+	return []string{bin, n.ConfigFile("redis.conf")}
+}
+
+// Ready implements Kind: the server answers PING.
+func (Redis) Ready(ctx context.Context, c *Cluster) error {
+	rdb := goredis.NewClient(&goredis.Options{Addr: c.nodes[0].Addr("client"), MaxRetries: -1})
+	defer rdb.Close()
+	return rdb.Ping(ctx).Err()
+}
