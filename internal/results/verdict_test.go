@@ -50,3 +50,29 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredExplained: the broker may hold every acknowledged message and
+// some failed ones; fewer than acknowledged is loss, more than were sent
+// is duplication.
+func TestStoredExplained(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		stored *int64
+		want   bool
+	}{
+		{nil, true},
+		{n(1000), true},  // exactly the acknowledged
+		{n(1003), true},  // 3 failed sends stored anyway
+		{n(1010), true},  // every failed send stored
+		{n(999), false},  // an acknowledged message missing
+		{n(1011), false}, // more than were sent
+	} {
+		c := Counts{Sent: 1010, Acked: 1000, Failed: 10, StoredByBroker: tc.stored}
+		if got := c.StoredExplained(); got != tc.want {
+			t.Errorf("stored %v of 1000 acked, 10 failed: StoredExplained = %v, want %v", tc.stored, got, tc.want)
+		}
+		if v := Judge(&Run{Counts: c}); (v.Kind == AccountingMismatch) == tc.want {
+			t.Errorf("stored %v: verdict %v", tc.stored, v)
+		}
+	}
+}

@@ -42,7 +42,7 @@ var settings = map[string]map[string]string{
 		"natsHostUrl": "",
 	},
 	"topic":    {"storage": "file"},                             // file or memory
-	"producer": {"maxPending": "4000"},                          // async publishes awaiting their ack
+	"producer": {"maxPending": "4000", "ackTimeoutMs": "5000"},  // async publishes awaiting their ack; how long each may wait
 	"consumer": {"fetchBatch": "500", "maxAckPending": "20000"}, // messages per pull; unacked per subscription
 }
 
@@ -50,6 +50,7 @@ type config struct {
 	servers       string
 	storage       jetstream.StorageType
 	maxPending    int
+	ackTimeout    time.Duration
 	fetchBatch    int
 	maxAckPending int
 	replicas      int
@@ -102,6 +103,9 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 		*dst = n
 	}
 	num("producer", "maxPending", &c.maxPending)
+	var ackMs int
+	num("producer", "ackTimeoutMs", &ackMs)
+	c.ackTimeout = time.Duration(ackMs) * time.Millisecond
 	num("consumer", "fetchBatch", &c.fetchBatch)
 	num("consumer", "maxAckPending", &c.maxAckPending)
 	if err := errors.Join(errs...); err != nil {
@@ -283,7 +287,9 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending))
+	// Without a timeout, a publish whose server died before it acked
+	// would wait for its ack forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending), jetstream.WithPublishAsyncTimeout(d.cfg.ackTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -406,7 +412,7 @@ func (e sendError) Kind() string {
 		return "TOO_MANY_PENDING"
 	case errors.Is(e.err, jetstream.ErrNoStreamResponse), errors.Is(e.err, nats.ErrNoResponders):
 		return "NO_RESPONSE"
-	case errors.Is(e.err, context.DeadlineExceeded), errors.Is(e.err, nats.ErrTimeout):
+	case errors.Is(e.err, jetstream.ErrAsyncPublishTimeout), errors.Is(e.err, context.DeadlineExceeded), errors.Is(e.err, nats.ErrTimeout):
 		return "TIMEOUT"
 	}
 	return "other"
