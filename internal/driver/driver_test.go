@@ -45,3 +45,29 @@ func TestCapabilitiesCheckWorkload(t *testing.T) {
 		t.Errorf("one partition, no replication refused: %v", err)
 	}
 }
+
+// TestSettings: defaults are overridden, unknown keys are refused with a
+// suggestion and their line, and a bad number is located where it was set.
+func TestSettings(t *testing.T) {
+	defaults := map[string]map[string]string{"producer": {"batch": "10", "mode": "fast"}}
+	dc := &workload.DriverConfig{Source: "d.yaml", Producer: workload.Properties{
+		{Key: "batch", Value: "x", File: "d.yaml", Line: 4}, {Key: "mdoe", Value: "slow", File: "d.yaml", Line: 5}}}
+	s := ParseSettings(dc, "Test", defaults)
+	if s.String("producer", "mode") != "fast" {
+		t.Errorf("default mode = %q", s.String("producer", "mode"))
+	}
+	s.Int("producer", "batch", 1)
+	err := s.Err()
+	for _, want := range []string{"d.yaml:4", "producerConfig batch", `got "x"`, "d.yaml:5", `did you mean "mode"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v; want it to contain %q", err, want)
+		}
+	}
+	ok := ParseSettings(&workload.DriverConfig{Source: "d.yaml", Producer: workload.Properties{{Key: "batch", Value: "20"}}}, "Test", defaults)
+	if n := ok.Int("producer", "batch", 1); n != 20 || ok.Err() != nil {
+		t.Errorf("batch = %d, %v", n, ok.Err())
+	}
+	if eff := ok.Effective("mode")["producer"]; len(eff) != 1 || eff[0].Value != "20" {
+		t.Errorf("effective %v", eff)
+	}
+}

@@ -216,16 +216,7 @@ func (b *Broker) append(name string, m *driver.Message) error {
 	return nil
 }
 
-func (p *producer) Flush(ctx context.Context) error {
-	idle := make(chan struct{})
-	go func() { p.inFlight.Wait(); close(idle) }()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.inFlight) }
 
 // Close fails nothing in flight that was already queued: the queue is
 // drained (every message acknowledged or failed) before Close returns.

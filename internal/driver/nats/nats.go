@@ -53,72 +53,35 @@ type config struct {
 	ackTimeout    time.Duration
 	fetchBatch    int
 	maxAckPending int
-	replicas      int
 	effective     map[string]workload.Properties
 }
 
 // parseConfig validates every setting of dc.
 func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
-	c := &config{replicas: max(1, dc.ReplicationFactor), effective: map[string]workload.Properties{}}
-	var errs []error
-	vals := map[string]map[string]string{}
-	for section, props := range map[string]workload.Properties{"common": dc.Common, "topic": dc.Topic, "producer": dc.Producer, "consumer": dc.Consumer} {
-		vals[section] = map[string]string{}
-		for k, v := range settings[section] {
-			vals[section][k] = v
-		}
-		for _, p := range props {
-			if _, ok := settings[section][p.Key]; !ok {
-				known := make([]string, 0, len(settings[section]))
-				for k := range settings[section] {
-					known = append(known, k)
-				}
-				errs = append(errs, p.Error("unsupported NATS setting in %sConfig%s; supported: %s", section, workload.Suggest(p.Key, known), strings.Join(known, ", ")))
-				continue
-			}
-			vals[section][p.Key] = p.Value
-		}
-	}
-	c.servers = vals["common"]["servers"]
-	if u := vals["common"]["natsHostUrl"]; u != "" {
+	s := driver.ParseSettings(dc, "NATS", settings)
+	c := &config{servers: s.String("common", "servers")}
+	if u := s.String("common", "natsHostUrl"); u != "" {
 		c.servers = u
 	}
 	if len(endpoints) > 0 {
 		c.servers = strings.Join(endpoints, ",")
 	}
-	switch vals["topic"]["storage"] {
+	switch v := s.String("topic", "storage"); v {
 	case "file":
 		c.storage = jetstream.FileStorage
 	case "memory":
 		c.storage = jetstream.MemoryStorage
 	default:
-		errs = append(errs, fmt.Errorf("%s: topicConfig storage: must be file or memory, got %q", dc.Source, vals["topic"]["storage"]))
+		s.Fail("topic", "storage", "must be file or memory, got %q", v)
 	}
-	num := func(section, key string, dst *int) {
-		n, err := strconv.Atoi(vals[section][key])
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("%s: %sConfig %s: must be a whole number of at least 1, got %q", dc.Source, section, key, vals[section][key]))
-			return
-		}
-		*dst = n
-	}
-	num("producer", "maxPending", &c.maxPending)
-	var ackMs int
-	num("producer", "ackTimeoutMs", &ackMs)
-	c.ackTimeout = time.Duration(ackMs) * time.Millisecond
-	num("consumer", "fetchBatch", &c.fetchBatch)
-	num("consumer", "maxAckPending", &c.maxAckPending)
-	if err := errors.Join(errs...); err != nil {
+	c.maxPending = s.Int("producer", "maxPending", 1)
+	c.ackTimeout = time.Duration(s.Int("producer", "ackTimeoutMs", 1)) * time.Millisecond
+	c.fetchBatch = s.Int("consumer", "fetchBatch", 1)
+	c.maxAckPending = s.Int("consumer", "maxAckPending", 1)
+	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	for section, m := range vals {
-		for k, v := range m {
-			if v != "" {
-				c.effective[section] = append(c.effective[section], workload.Property{Key: k, Value: v})
-			}
-		}
-		c.effective[section] = c.effective[section].Effective()
-	}
+	c.effective = s.Effective("natsHostUrl")
 	c.effective["common"] = workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
 	return c, nil
 }
@@ -374,16 +337,7 @@ func (p *producer) complete() {
 }
 
 // Flush implements driver.Producer.
-func (p *producer) Flush(ctx context.Context) error {
-	idle := make(chan struct{})
-	go func() { p.wg.Wait(); close(idle) }()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.wg) }
 
 // Close implements driver.Producer: the connection closes, which fails
 // the publishes still awaiting their ack, and every acknowledgement has
@@ -448,7 +402,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		nc.Close()
 		return nil, fmt.Errorf("pull from %q: %w", spec.Subscription, err)
 	}
-	c := &consumer{nc: nc, it: it, consume: consume, topic: spec.Topic, done: make(chan struct{}), resume: make(chan struct{})}
+	c := &consumer{nc: nc, it: it, consume: consume, topic: spec.Topic, done: make(chan struct{})}
 	go c.run()
 	return c, nil
 }
@@ -459,9 +413,10 @@ type consumer struct {
 	consume driver.ConsumeFunc
 	topic   string
 	done    chan struct{}
-	mu      sync.Mutex
-	paused  bool
-	resume  chan struct{} // closed on Resume while paused
+	// PauseGate implements driver.Pauser: the consumer stops taking
+	// messages from its client's buffer (up to fetchBatch already pulled
+	// may still arrive).
+	driver.PauseGate
 	closing sync.Once
 }
 
@@ -472,7 +427,7 @@ func (c *consumer) run() {
 	var d driver.Delivery
 	prefix := c.topic + "."
 	for {
-		c.waitResumed()
+		c.Wait(nil) // Close opens the gate before it stops the iterator
 		msg, err := c.it.Next()
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -489,38 +444,9 @@ func (c *consumer) run() {
 	}
 }
 
-func (c *consumer) waitResumed() {
-	c.mu.Lock()
-	paused, resume := c.paused, c.resume
-	c.mu.Unlock()
-	if paused {
-		<-resume
-	}
-}
-
 // Ready implements driver.Consumer: the pull consumer exists once
 // NewConsumer returns.
 func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
-
-// Pause implements driver.Pauser: the consumer stops taking messages from
-// its client's buffer (up to fetchBatch already pulled may still arrive).
-func (c *consumer) Pause() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.paused {
-		c.paused, c.resume = true, make(chan struct{})
-	}
-}
-
-// Resume implements driver.Pauser.
-func (c *consumer) Resume() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused {
-		c.paused = false
-		close(c.resume)
-	}
-}
 
 // Close implements driver.Consumer.
 func (c *consumer) Close() {

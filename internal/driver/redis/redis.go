@@ -53,72 +53,39 @@ type config struct {
 }
 
 func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
-	var errs []error
-	vals := map[string]map[string]string{}
-	for section, props := range map[string]workload.Properties{"common": dc.Common, "topic": dc.Topic, "producer": dc.Producer, "consumer": dc.Consumer} {
-		vals[section] = map[string]string{}
-		for k, v := range settings[section] {
-			vals[section][k] = v
-		}
-		for _, p := range props {
-			if _, ok := settings[section][p.Key]; !ok {
-				known := make([]string, 0, len(settings[section]))
-				for k := range settings[section] {
-					known = append(known, k)
-				}
-				errs = append(errs, p.Error("unsupported Redis setting in %sConfig%s; supported: %s", section, workload.Suggest(p.Key, known), strings.Join(known, ", ")))
-				continue
-			}
-			vals[section][p.Key] = p.Value
-		}
-	}
-	com := vals["common"]
-	c := &config{addr: com["addr"], username: com["username"], password: com["password"], effective: map[string]workload.Properties{}}
-	if h := com["redisHost"]; h != "" {
-		port := com["redisPort"]
+	s := driver.ParseSettings(dc, "Redis", settings)
+	c := &config{addr: s.String("common", "addr"), username: s.String("common", "username"), password: s.String("common", "password")}
+	if h := s.String("common", "redisHost"); h != "" {
+		port := s.String("common", "redisPort")
 		if port == "" {
 			port = "6379"
 		}
 		c.addr = net.JoinHostPort(h, port)
 	}
-	if com["redisUser"] != "" {
-		c.username = com["redisUser"]
+	if u := s.String("common", "redisUser"); u != "" {
+		c.username = u
 	}
-	if com["redisPass"] != "" {
-		c.password = com["redisPass"]
+	if pw := s.String("common", "redisPass"); pw != "" {
+		c.password = pw
 	}
+	var errs []error
 	if len(endpoints) > 0 {
 		c.addr = endpoints[0]
 		if len(endpoints) > 1 {
 			errs = append(errs, fmt.Errorf("%s: the Redis driver connects to one server; got %d addresses", dc.Source, len(endpoints)))
 		}
 	}
-	num := func(section, key string, lo int, dst *int) {
-		n, err := strconv.Atoi(vals[section][key])
-		if err != nil || n < lo {
-			errs = append(errs, fmt.Errorf("%s: %sConfig %s: must be a whole number of at least %d, got %q", dc.Source, section, key, lo, vals[section][key]))
-			return
-		}
-		*dst = n
-	}
-	var maxLen, blockMs int
-	num("topic", "maxLen", 0, &maxLen)
-	num("producer", "maxPipeline", 1, &c.maxPipeline)
-	num("consumer", "readCount", 1, &c.readCount)
-	num("consumer", "blockMs", 1, &blockMs)
-	c.maxLen, c.block = int64(maxLen), time.Duration(blockMs)*time.Millisecond
-	if err := errors.Join(errs...); err != nil {
+	c.maxLen = int64(s.Int("topic", "maxLen", 0))
+	c.maxPipeline = s.Int("producer", "maxPipeline", 1)
+	c.readCount = s.Int("consumer", "readCount", 1)
+	c.block = time.Duration(s.Int("consumer", "blockMs", 1)) * time.Millisecond
+	if err := errors.Join(append(errs, s.Err())...); err != nil {
 		return nil, err
 	}
-	c.effective["common"] = workload.Properties{{Key: "addr", Value: c.addr}, {Key: "username", Value: c.username}}
+	c.effective = s.Effective("addr", "username", "password", "redisHost", "redisPort", "redisUser", "redisPass")
+	c.effective["common"] = append(workload.Properties{{Key: "addr", Value: c.addr}, {Key: "username", Value: c.username}}, c.effective["common"]...)
 	if c.password != "" {
 		c.effective["common"] = append(c.effective["common"], workload.Property{Key: "password", Value: "(set)"})
-	}
-	for _, section := range []string{"topic", "producer", "consumer"} {
-		for k, v := range vals[section] {
-			c.effective[section] = append(c.effective[section], workload.Property{Key: k, Value: v})
-		}
-		c.effective[section] = c.effective[section].Effective()
 	}
 	return c, nil
 }
@@ -343,16 +310,7 @@ func (p *producer) partition(m *driver.Message) int {
 }
 
 // Flush implements driver.Producer.
-func (p *producer) Flush(ctx context.Context) error {
-	idle := make(chan struct{})
-	go func() { p.pending.Wait(); close(idle) }()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.pending) }
 
 // Close implements driver.Producer: messages queued are still sent and
 // acknowledged (each pipeline is bounded by the client's timeouts) before
@@ -409,7 +367,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		start = "$"
 	}
 	c := &consumer{rdb: d.client(1), group: spec.Subscription, name: fmt.Sprintf("bb-%d", consumerSeq.Add(1)),
-		consume: consume, count: int64(d.cfg.readCount), block: d.cfg.block, stop: make(chan struct{}), done: make(chan struct{}), resume: make(chan struct{})}
+		consume: consume, count: int64(d.cfg.readCount), block: d.cfg.block, stop: make(chan struct{}), done: make(chan struct{})}
 	for p := range n {
 		key := streamKey(spec.Topic, p)
 		if err := d.rdb.XGroupCreate(ctx, key, spec.Subscription, start).Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
@@ -440,10 +398,9 @@ type consumer struct {
 	count       int64
 	block       time.Duration
 	stop, done  chan struct{}
-	mu          sync.Mutex
-	paused      bool
-	resume      chan struct{}
-	closing     sync.Once
+	// PauseGate implements driver.Pauser: no more reads until Resume.
+	driver.PauseGate
+	closing sync.Once
 }
 
 // run reads new entries for its group, hands each to the runner, then
@@ -462,7 +419,7 @@ func (c *consumer) run() {
 			return
 		default:
 		}
-		c.waitResumed()
+		c.Wait(c.stop)
 		res, err := c.rdb.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: c.group, Consumer: c.name, Streams: c.streams, Count: c.count, Block: c.block}).Result()
 		if err != nil {
 			if !errors.Is(err, goredis.Nil) {
@@ -489,40 +446,9 @@ func (c *consumer) run() {
 	}
 }
 
-func (c *consumer) waitResumed() {
-	c.mu.Lock()
-	paused, resume := c.paused, c.resume
-	c.mu.Unlock()
-	if paused {
-		select {
-		case <-resume:
-		case <-c.stop:
-		}
-	}
-}
-
 // Ready implements driver.Consumer: the group exists once NewConsumer
 // returns.
 func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
-
-// Pause implements driver.Pauser: no more reads until Resume.
-func (c *consumer) Pause() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.paused {
-		c.paused, c.resume = true, make(chan struct{})
-	}
-}
-
-// Resume implements driver.Pauser.
-func (c *consumer) Resume() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused {
-		c.paused = false
-		close(c.resume)
-	}
-}
 
 // Close implements driver.Consumer: it waits for a blocked read to return
 // (at most blockMs).
