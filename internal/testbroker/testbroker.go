@@ -48,15 +48,35 @@ func StartCluster(port, brokers int, configure func(*local.Cluster)) (*Broker, e
 	if configure != nil {
 		configure(k)
 	}
+	return up(k, dir, "a local Kafka broker (Java 17+ and Maven)")
+}
+
+// StartLocal starts one broker of a kind brokerbench runs locally
+// ("nats", "redis"), as 'local up KIND' would, on port.
+func StartLocal(kind string, port int) (*Broker, error) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-%s-%d-", kind, port))
+	if err != nil {
+		return nil, err
+	}
+	c, err := local.New(kind, port, 1)
+	if err != nil {
+		return nil, err
+	}
+	c.StateDir, c.Log = dir, os.Stderr
+	return up(c, dir, "a local "+kind+" broker")
+}
+
+// up starts c, with its state in dir; what names the broker in the error.
+func up(c *local.Cluster, dir, what string) (*Broker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	st, err := k.Up(ctx)
+	st, err := c.Up(ctx)
 	if err != nil {
-		_ = k.Down()
+		_ = c.Down()
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("integration tests need a local Kafka broker (Java 17+ and Maven): %w", err)
+		return nil, fmt.Errorf("integration tests need %s: %w", what, err)
 	}
-	return &Broker{Addr: st.Address(), Cluster: k, dir: dir}, nil
+	return &Broker{Addr: st.Address(), Cluster: c, dir: dir}, nil
 }
 
 // Stop stops every node by its PID and removes the data.
@@ -77,7 +97,16 @@ func (b *Broker) Resume() error { return b.Cluster.Nodes()[0].Resume() }
 // stops it. It exits the test binary if the broker cannot be started,
 // because the integration tests are meaningless without it.
 func Main(m *testing.M, port int, broker **Broker) {
-	b, err := Start(port, 0)
+	run(m, broker, func() (*Broker, error) { return Start(port, 0) })
+}
+
+// MainLocal is Main for a broker of another kind (see StartLocal).
+func MainLocal(m *testing.M, kind string, port int, broker **Broker) {
+	run(m, broker, func() (*Broker, error) { return StartLocal(kind, port) })
+}
+
+func run(m *testing.M, broker **Broker, start func() (*Broker, error)) {
+	b, err := start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -2,47 +2,24 @@ package nats
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// serverAddr is the NATS server the tests start, on a port of their own.
-var serverAddr string
+// server is the nats server the tests start, on a port of their own.
+var server *testbroker.Broker
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "brokerbench-test-nats-")
-	if err != nil {
-		panic(err)
-	}
-	c := local.NewNATS(39422, 1)
-	c.StateDir, c.Log = dir, os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	st, err := c.Up(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration tests need a local NATS server (built with the Go toolchain): %v\n", err)
-		os.Exit(1)
-	}
-	serverAddr = st.Address()
-	code := m.Run()
-	if err := c.Down(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbroker.MainLocal(m, "nats", 39422, &server) }
 
 func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 	t.Helper()
-	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + serverAddr}})
+	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + server.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +44,7 @@ func TestConformance(t *testing.T) {
 // TestOMBDriverFile: OMB's NATS driver file names the server with
 // natsHostUrl; unknown settings are refused with their line.
 func TestOMBDriverFile(t *testing.T) {
-	dc, err := workload.ParseDriver("nats.yaml", []byte("name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://"+serverAddr+"\n"))
+	dc, err := workload.ParseDriver("nats.yaml", []byte("name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://"+server.Addr+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,47 +2,24 @@ package redis
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// serverAddr is the NATS server the tests start, on a port of their own.
-var serverAddr string
+// server is the redis server the tests start, on a port of their own.
+var server *testbroker.Broker
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "brokerbench-test-redis-")
-	if err != nil {
-		panic(err)
-	}
-	c := local.NewRedis(39379, 1)
-	c.StateDir, c.Log = dir, os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	st, err := c.Up(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration tests need a local Redis server (Debian: apt-get install redis-server): %v\n", err)
-		os.Exit(1)
-	}
-	serverAddr = st.Address()
-	code := m.Run()
-	if err := c.Down(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbroker.MainLocal(m, "redis", 39379, &server) }
 
 func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 	t.Helper()
-	d, err := New(dc, driver.Options{Endpoints: []string{serverAddr}})
+	d, err := New(dc, driver.Options{Endpoints: []string{server.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +45,7 @@ func TestConformance(t *testing.T) {
 // redisHost and redisPort, and its Jedis pool settings are accepted;
 // unknown settings are refused with their line.
 func TestOMBDriverFile(t *testing.T) {
-	host, port, _ := strings.Cut(serverAddr, ":")
+	host, port, _ := strings.Cut(server.Addr, ":")
 	dc, err := workload.ParseDriver("redis.yaml", []byte("name: Redis\ndriverClass: io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver\nredisHost: "+host+"\nredisPort: "+port+"\njedisPoolMaxTotal: 64\njedisPoolMaxIdle: 16\n"))
 	if err != nil {
 		t.Fatal(err)
