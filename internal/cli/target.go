@@ -82,7 +82,11 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 		running := before.Running && len(before.Nodes) == c.Brokers+c.Controllers
 		st, err := c.Up(ctx)
 		if err != nil {
-			return driver.Options{}, withCode(ExitRunFailed, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
+			code := ExitRunFailed
+			if ctx.Err() != nil {
+				code = ExitInterrupted
+			}
+			return driver.Options{}, withCode(code, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
 		}
 		t.cluster, t.status, t.started, t.fresh = c, st, !running, !running
 		fmt.Fprintf(t.io.Err, "using local %s %s: %s (stop it with 'brokerbench local down%s')\n",

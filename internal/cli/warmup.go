@@ -39,5 +39,8 @@ func warmUpIfFresh(ctx context.Context, io IO, t *target, drv driver.Driver, dri
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(io.Err, "warning: the warm-up failed (%v); measuring anyway\n", err)
 	}
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted during the unmeasured warm-up of the cluster just started: nothing was measured, and no results were written (%w)", ctx.Err())
+	}
+	return nil
 }

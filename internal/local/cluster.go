@@ -373,6 +373,9 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 		}
 		select {
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("interrupted while the %s cluster in %s was starting (%v): %w", c.Kind.Name(), c.StateDir, last, ctx.Err())
+			}
 			return fmt.Errorf("%s cluster in %s not ready within %s: %v", c.Kind.Name(), c.StateDir, limit, last)
 		case <-time.After(250 * time.Millisecond):
 		}

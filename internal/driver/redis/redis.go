@@ -28,9 +28,17 @@ import (
 )
 
 func init() {
+	// go-redis logs every failed dial of its pool to stderr, a line per
+	// attempt; brokerbench reports the errors its calls return instead.
+	goredis.SetLogger(silent{})
 	driver.Register(driver.Registration{Name: "redis", New: New, EndpointSetting: "addr", LocalKind: "redis",
 		Capabilities: driver.Capabilities{Partitions: true, Replay: true}})
 }
+
+// silent is a go-redis logger that writes nothing.
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
 
 // settings are the driver's settings by section, with their defaults.
 var settings = map[string]map[string]string{
