@@ -157,6 +157,22 @@ func (r *received) distinct() int {
 	return len(r.count)
 }
 
+// subscribe starts a consumer of topic for subscription, from the
+// earliest message, recording into got; it returns once the consumer is
+// ready, and closes it when the test ends.
+func subscribe(ctx context.Context, t *testing.T, d driver.Driver, topic, subscription string, got *received) driver.Consumer {
+	t.Helper()
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: subscription, Start: driver.StartEarliest}, got.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // waitFor polls cond until it holds or bound passes.
 func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -197,14 +213,7 @@ func roundTrip(t *testing.T, tg Target) {
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
 	got := newReceived()
-	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-sub", Start: driver.StartEarliest}, got.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
+	subscribe(ctx, t, d, topic, topic+"-sub", got)
 	a := newAcks()
 	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
 	if err != nil {
@@ -285,14 +294,7 @@ func manyProducersAndConsumers(t *testing.T, tg Target) {
 	subs := []*received{newReceived(), newReceived()}
 	for s, got := range subs {
 		for range 2 {
-			c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: fmt.Sprintf("%s-sub-%d", topic, s), Start: driver.StartEarliest}, got.fn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Ready(ctx); err != nil {
-				t.Fatal(err)
-			}
+			subscribe(ctx, t, d, topic, fmt.Sprintf("%s-sub-%d", topic, s), got)
 		}
 	}
 	if w, ok := d.(driver.SubscriptionWaiter); ok {
@@ -337,17 +339,9 @@ func pauseResume(t *testing.T, tg Target) {
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
 	got := newReceived()
-	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-sub", Start: driver.StartEarliest}, got.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pz, ok := c.(driver.Pauser)
+	pz, ok := subscribe(ctx, t, d, topic, topic+"-sub", got).(driver.Pauser)
 	if !ok {
 		t.Skip("the driver's consumers cannot pause")
-	}
-	if err := c.Ready(ctx); err != nil {
-		t.Fatal(err)
 	}
 	pz.Pause()
 	time.Sleep(500 * time.Millisecond) // the pause reaches the client's fetcher
