@@ -63,6 +63,16 @@ func (s *Settings) Int(section, key string, lo int) int {
 	return n
 }
 
+// Bool returns a setting as true or false, recording an error located
+// where it was set if it is neither.
+func (s *Settings) Bool(section, key string) bool {
+	v, err := strconv.ParseBool(s.vals[section][key].Value)
+	if err != nil {
+		s.Fail(section, key, "must be true or false, got %q", s.vals[section][key].Value)
+	}
+	return v
+}
+
 // Fail records that a setting's value is wrong, located where it was set
 // (or at the config file, for a default).
 func (s *Settings) Fail(section, key, format string, args ...any) {

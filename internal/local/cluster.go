@@ -47,6 +47,14 @@ type Kind interface {
 	Ready(ctx context.Context, c *Cluster) error
 }
 
+// Environer is implemented by kinds whose node processes take settings
+// from environment variables as well as from their command line.
+type Environer interface {
+	// Environ returns "NAME=value" entries added to the node's process's
+	// environment.
+	Environ(c *Cluster, n *Node) []string
+}
+
 // Cluster is a broker cluster on this machine: one process per node, each
 // node on its own loopback address, its state in StateDir. Brokers and
 // Controllers size it; the layout, recorded in StateDir, is kept across
@@ -288,7 +296,20 @@ func (c *Cluster) stopLeftovers(nodes []*Node) error {
 			running = append(running, n)
 		}
 	}
-	return stopAll(running)
+	return errors.Join(stopAll(running), c.stopForked(nodes))
+}
+
+// stopForked stops what stopped nodes forked and left running.
+func (c *Cluster) stopForked(nodes []*Node) error {
+	var errs []error
+	for _, n := range nodes {
+		pids, err := n.stopForked(10 * time.Second)
+		if len(pids) > 0 {
+			c.logf("stopped %v, left running by node %d's process", pids, n.ID)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // plan lays the cluster out: node directories (emptied when fresh), and a
@@ -340,7 +361,11 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 }
 
 func (c *Cluster) startNode(n *Node) error {
-	pid, err := n.start(c.Kind.Command(c, n))
+	var env []string
+	if e, ok := c.Kind.(Environer); ok {
+		env = e.Environ(c, n)
+	}
+	pid, err := n.start(c.Kind.Command(c, n), env)
 	if err != nil {
 		return err
 	}
@@ -406,7 +431,7 @@ func (c *Cluster) Down() error {
 			_ = os.Remove(n.pidFile())
 		}
 	}
-	err := stopAll(running)
+	err := errors.Join(stopAll(running), c.stopForked(c.Nodes()))
 	if c.proxy != nil {
 		// The links go last: nodes shutting down still talk to each other.
 		if pid, ok := c.proxy.PID(); ok {
@@ -470,9 +495,10 @@ var kinds = map[string]struct {
 	newCluster func(port, brokers int) *Cluster
 	port       int
 }{
-	"kafka": {NewKafka, 9092},
-	"nats":  {NewNATS, 4222},
-	"redis": {NewRedis, 6379},
+	"kafka":    {NewKafka, 9092},
+	"nats":     {NewNATS, 4222},
+	"rabbitmq": {NewRabbitMQ, 5672},
+	"redis":    {NewRedis, 6379},
 }
 
 // KindNames returns the kinds of local broker brokerbench runs, sorted.

@@ -164,7 +164,7 @@ func (c *Cluster) startLinkProxy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("find brokerbench's executable for the link proxy: %w", err)
 	}
-	pid, err := c.proxy.start([]string{exe, "local", "link-proxy", "--links", c.linksFile(), "--api", c.proxy.Addr("api")})
+	pid, err := c.proxy.start([]string{exe, "local", "link-proxy", "--links", c.linksFile(), "--api", c.proxy.Addr("api")}, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/brokerbench/brokerbench/internal/proc"
 )
 
 // Node is one broker process of a local cluster: its id and roles, its own
@@ -64,10 +66,15 @@ func (n *Node) PID() (int, bool) {
 	return pid, alive(pid, n.marker())
 }
 
+// envMarker is the environment entry every process of the node carries:
+// its own, and every daemon it forks (see stopForked).
+func (n *Node) envMarker() string { return "BROKERBENCH_NODE=" + n.Dir }
+
 // start launches argv as the node's process in its own session, so that
 // it outlives the command that started it and ignores the terminal's
-// Ctrl-C, with its output appended to the node's log.
-func (n *Node) start(argv []string) (int, error) {
+// Ctrl-C, with its output appended to the node's log. The process gets
+// this process's environment, then env, then the node's marker.
+func (n *Node) start(argv, env []string) (int, error) {
 	logf, err := os.OpenFile(n.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, fmt.Errorf("open node %d log: %w", n.ID, err)
@@ -75,6 +82,7 @@ func (n *Node) start(argv []string) (int, error) {
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(append(os.Environ(), env...), n.envMarker())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start node %d: %w", n.ID, err)
@@ -103,6 +111,19 @@ func (n *Node) Stop(grace time.Duration) error {
 		return fmt.Errorf("node %d: %w", n.ID, err)
 	}
 	return os.Remove(n.pidFile())
+}
+
+// stopForked stops the processes the node's process forked and left
+// running, known by the node's environment marker (RabbitMQ's Erlang
+// starts an epmd daemon that outlives it), and returns their PIDs. Call
+// it once the node's process has stopped.
+func (n *Node) stopForked(grace time.Duration) ([]int, error) {
+	pids := proc.WithEnv(n.envMarker())
+	var errs []error
+	for _, pid := range pids {
+		errs = append(errs, stopPID(pid, "", grace))
+	}
+	return pids, errors.Join(errs...)
 }
 
 // Kill ends the node's process at once (SIGKILL), as a crash would, and

@@ -63,23 +63,30 @@ func redisBinary() (string, error) {
 // Install installs Debian's redis-server package when it is missing and
 // brokerbench runs as root with apt-get; otherwise it says what to run.
 func (Redis) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	if _, err := redisBinary(); err == nil {
+	return aptInstall(ctx, "redis-server", redisBinary, logf)
+}
+
+// aptInstall installs a Debian package when find does not find what it
+// provides, if brokerbench runs as root with apt-get; otherwise find's
+// error says what to install.
+func aptInstall(ctx context.Context, pkg string, find func() (string, error), logf func(string, ...any)) error {
+	if _, err := find(); err == nil {
 		return nil
 	}
 	apt, err := exec.LookPath("apt-get")
 	if err != nil || os.Geteuid() != 0 {
-		_, err := redisBinary()
+		_, err := find()
 		return err
 	}
-	logf("installing Debian's redis-server package (apt-get)")
-	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", "redis-server"}} {
+	logf("installing Debian's %s package (apt-get)", pkg)
+	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", pkg}} {
 		cmd := exec.CommandContext(ctx, apt, args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("apt-get %s: %w\n%s", args[0], err, lastLines(string(out), 10))
 		}
 	}
-	_, err = redisBinary()
+	_, err = find()
 	return err
 }
 

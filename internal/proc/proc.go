@@ -55,3 +55,34 @@ func Executable(pid int) (string, error) {
 	exe, err := os.Readlink(path(pid, "exe"))
 	return strings.TrimSuffix(exe, " (deleted)"), err
 }
+
+// WithEnv returns the live processes whose environment holds the entry
+// kv ("NAME=value") exactly. Daemons a process forks (and their children)
+// inherit its environment, so an entry set when a process is started
+// finds everything it left running, whatever their command lines. Only
+// processes whose environment this process may read are seen.
+func WithEnv(kv string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(kv)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(path(pid, "environ"))
+		if err != nil || !Live(pid) {
+			continue
+		}
+		for _, entry := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(entry, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}

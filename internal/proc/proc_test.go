@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,5 +42,29 @@ func TestUnnamed(t *testing.T) {
 	}
 	if Unnamed(1 << 30) {
 		t.Error("a PID that does not exist is unnamed")
+	}
+}
+
+// TestWithEnv: a daemon forked by a child (the shell's background job,
+// reparented when the shell exits) is found by the entry the child was
+// started with, and only by the exact entry.
+func TestWithEnv(t *testing.T) {
+	mark := "BROKERBENCH_PROC_TEST=" + t.Name() + time.Now().Format("150405.000000")
+	cmd := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
+	cmd.Env = append(os.Environ(), mark)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var daemon int
+	if _, err := fmt.Sscan(string(out), &daemon); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(daemon, syscall.SIGKILL)
+	if got := WithEnv(mark); !slices.Equal(got, []int{daemon}) {
+		t.Errorf("WithEnv(%q) = %v, want [%d]", mark, got, daemon)
+	}
+	if got := WithEnv(mark[:len(mark)-1]); len(got) != 0 {
+		t.Errorf("a prefix of the entry found %v", got)
 	}
 }

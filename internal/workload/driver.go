@@ -91,7 +91,9 @@ var ombDriverClasses = map[string]string{
 // brokers than Kafka carry at their top level. They are kept in
 // commonConfig under the same name, where the driver validates them (the
 // Kafka driver refuses them as unknown).
-var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle"}
+// A list (OMB's amqpUris) is kept as its items joined by commas.
+var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle",
+	"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize"}
 
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {
@@ -138,7 +140,7 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		fields["driverClass"] = stringField(&c.DriverClass)
 		for _, key := range ombTopLevelSettings {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) {
-				if s, ok := scalar(d, key, v, "a single value"); ok {
+				if s, ok := scalarOrList(d, key, v); ok {
 					c.Common = append(c.Common, Property{Key: key, Value: s, File: d.file, Line: v.Line})
 				}
 			}
@@ -264,4 +266,20 @@ func isSecret(key string) bool {
 		}
 	}
 	return false
+}
+
+// scalarOrList returns a single value, or a list's items joined by commas.
+func scalarOrList(d *decoder, key string, v *yaml.Node) (string, bool) {
+	if v.Kind != yaml.SequenceNode {
+		return scalar(d, key, v, "a single value or a list")
+	}
+	items := make([]string, 0, len(v.Content))
+	for _, item := range v.Content {
+		s, ok := scalar(d, key, item, "a list of single values")
+		if !ok {
+			return "", false
+		}
+		items = append(items, s)
+	}
+	return strings.Join(items, ","), true
 }

@@ -1,0 +1,200 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+var consumerTags atomic.Int64
+
+// NewConsumer implements driver.Driver: the subscription's queues,
+// declared and bound if new, consumed on a connection of the consumer's
+// own. Each consumer's deliveries from one queue are in the queue's order,
+// so each (consumer, queue) pair is a lane; consumers of one subscription
+// compete for its queues' messages.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	r, err := d.lookup(ctx, spec.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.subscribe(ctx, spec.Topic, spec.Subscription, r); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	index := d.consumers[spec.Topic+"\x00"+spec.Subscription]
+	d.consumers[spec.Topic+"\x00"+spec.Subscription]++
+	d.mu.Unlock()
+	c := &consumer{d: d, consume: consume, laneBase: int32(index * r.partitions), stop: make(chan struct{}), args: amqp.Table{}}
+	for p := range r.partitions {
+		c.queues = append(c.queues, partitionQueue(spec.Subscription, p))
+	}
+	if d.cfg.queueType == "stream" {
+		// A stream queue is read from an offset, not drained.
+		c.args["x-stream-offset"] = "first"
+		if spec.Start == driver.StartNew {
+			c.args["x-stream-offset"] = "next"
+		}
+	}
+	conn, deliveries, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.run(conn, deliveries)
+	return c, nil
+}
+
+// consumer takes the messages of a subscription's queues.
+type consumer struct {
+	d        *Driver
+	queues   []string
+	args     amqp.Table
+	laneBase int32
+	consume  driver.ConsumeFunc
+	mu       sync.Mutex // ConsumeFunc calls are serial
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closing  sync.Once
+	// PauseGate implements driver.Pauser: with no acks, the broker stops
+	// at the prefetch limit.
+	driver.PauseGate
+
+	connMu sync.Mutex
+	conn   *amqp.Connection
+}
+
+// connect opens a connection and consumes every queue, each on a channel
+// of its own (prefetch applies per queue).
+func (c *consumer) connect(ctx context.Context) (*amqp.Connection, []<-chan amqp.Delivery, error) {
+	conn, err := c.d.dial(ctx, "consumer")
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*amqp.Connection, []<-chan amqp.Delivery, error) {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("RabbitMQ consumer: %w", err)
+	}
+	var all []<-chan amqp.Delivery
+	for _, q := range c.queues {
+		// A channel per queue: delivery tags, and so multiple acks, are
+		// the channel's.
+		ch, err := conn.Channel()
+		if err != nil {
+			return fail(err)
+		}
+		if err := ch.Qos(c.d.cfg.prefetch, 0, false); err != nil {
+			return fail(err)
+		}
+		tag := fmt.Sprintf("bb-%d", consumerTags.Add(1))
+		deliveries, err := ch.ConsumeWithContext(ctx, q, tag, false, false, false, false, c.args)
+		if err != nil {
+			return fail(fmt.Errorf("consume %s: %w", q, err))
+		}
+		all = append(all, deliveries)
+	}
+	c.connMu.Lock()
+	c.conn = conn
+	c.connMu.Unlock()
+	return conn, all, nil
+}
+
+// run takes deliveries until the consumer closes, connecting again a
+// second after losing its connection.
+func (c *consumer) run(conn *amqp.Connection, deliveries []<-chan amqp.Delivery) {
+	defer c.wg.Done()
+	for {
+		var queues sync.WaitGroup
+		for i, ds := range deliveries {
+			queues.Add(1)
+			go func() {
+				defer queues.Done()
+				c.take(ds, c.laneBase+int32(i))
+			}()
+		}
+		queues.Wait()
+		_ = conn.Close()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			var err error
+			if conn, deliveries, err = c.connect(context.Background()); err == nil {
+				break
+			}
+		}
+	}
+}
+
+// take hands one queue's deliveries to the runner and acknowledges them,
+// multipleAckEvery at once, or all taken so far when none arrived for
+// 10 ms. It returns when the deliveries end (the channel closed).
+func (c *consumer) take(deliveries <-chan amqp.Delivery, lane int32) {
+	every := c.d.cfg.multipleAcks
+	flush := time.NewTicker(10 * time.Millisecond)
+	defer flush.Stop()
+	var last amqp.Delivery
+	unacked := 0
+	var d driver.Delivery
+	for {
+		select {
+		case m, ok := <-deliveries:
+			if !ok {
+				return
+			}
+			c.Wait(c.stop)
+			select {
+			case <-c.stop:
+				return // unacknowledged: the broker delivers it again
+			default:
+			}
+			c.mu.Lock()
+			d.Value, d.Lane = m.Body, lane
+			c.consume(&d)
+			c.mu.Unlock()
+			last, unacked = m, unacked+1
+			if unacked >= every {
+				_ = last.Ack(true)
+				unacked = 0
+			}
+		case <-flush.C:
+			if unacked > 0 {
+				_ = last.Ack(true)
+				unacked = 0
+			}
+		case <-c.stop:
+			if unacked > 0 {
+				_ = last.Ack(true)
+			}
+			return
+		}
+	}
+}
+
+// Ready implements driver.Consumer: the queues are consumed once
+// NewConsumer returns.
+func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Close implements driver.Consumer: messages taken and not yet
+// acknowledged are acknowledged, and the connection closed.
+func (c *consumer) Close() {
+	c.closing.Do(func() {
+		close(c.stop)
+		c.Resume()
+		c.connMu.Lock()
+		conn := c.conn
+		c.connMu.Unlock()
+		// The queue loops see stop and return; closing the connection
+		// afterwards ends their deliveries.
+		c.wg.Wait()
+		_ = conn.Close()
+	})
+}

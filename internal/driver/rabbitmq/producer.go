@@ -1,0 +1,304 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+// NewProducer implements driver.Driver: a connection of its own, in
+// confirm mode.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	r, err := d.lookup(ctx, spec.Topic)
+	if err != nil {
+		return nil, err
+	}
+	p := &producer{d: d, exchange: spec.Topic, ack: ack, mandatory: d.cfg.mandatory, mode: amqp.Transient}
+	if d.cfg.persistent {
+		p.mode = amqp.Persistent
+	}
+	for i := range r.partitions {
+		p.keys = append(p.keys, strconv.Itoa(i))
+	}
+	if d.cfg.maxOutstanding > 0 {
+		p.outstanding = make(chan struct{}, d.cfg.maxOutstanding)
+	}
+	p.confirmBuffer = max(d.cfg.maxOutstanding, spec.MaxInFlight, 1) + 1
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.connect(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// producer publishes to one exchange. Publishes are serialized (mu), so
+// that each message's delivery tag is known when it is published; the
+// confirms of a session are handled by one goroutine, in tag order.
+type producer struct {
+	d             *Driver
+	exchange      string
+	keys          []string // routing keys, one per partition
+	next          atomic.Uint64
+	mode          uint8 // delivery mode: transient or persistent
+	mandatory     bool
+	ack           driver.AckFunc
+	ackMu         sync.Mutex    // AckFunc is never called concurrently
+	outstanding   chan struct{} // bounds unconfirmed messages, if set
+	confirmBuffer int
+	inFlight      sync.WaitGroup
+	loops         sync.WaitGroup // the sessions' confirm loops
+
+	mu       sync.Mutex // serializes publishes; guards what follows
+	sess     *session
+	lastDial time.Time
+	closed   bool
+}
+
+// session is one connection and channel of a producer, and the messages
+// published on it that await their confirms, in tag order.
+type session struct {
+	conn *amqp.Connection
+	ch   *amqp.Channel
+
+	mu      sync.Mutex
+	pending []pendingMessage
+}
+
+type pendingMessage struct {
+	tag uint64
+	m   *driver.Message
+}
+
+// connect opens a new session (p.mu held).
+func (p *producer) connect(ctx context.Context) (*session, error) {
+	p.lastDial = time.Now()
+	conn, err := p.d.dial(ctx, "producer")
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("RabbitMQ producer channel: %w", err)
+	}
+	s := &session{conn: conn, ch: ch}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, p.confirmBuffer))
+	returns := ch.NotifyReturn(make(chan amqp.Return, p.confirmBuffer))
+	p.loops.Add(1)
+	go p.confirmLoop(s, confirms, returns)
+	p.sess = s
+	return s, nil
+}
+
+// session returns the producer's live session, connecting again at most
+// once a second after the last one was lost (p.mu held).
+func (p *producer) session(ctx context.Context) (*session, error) {
+	if p.sess != nil && !p.sess.ch.IsClosed() {
+		return p.sess, nil
+	}
+	if p.sess != nil {
+		_ = p.sess.conn.Close()
+		p.sess = nil
+	}
+	if wait := time.Second - time.Since(p.lastDial); wait > 0 {
+		return nil, fmt.Errorf("connection lost; connecting again in %s", wait.Round(time.Millisecond))
+	}
+	return p.connect(ctx)
+}
+
+// Send implements driver.Producer.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	p.inFlight.Add(1)
+	if p.outstanding != nil {
+		select {
+		case p.outstanding <- struct{}{}:
+		case <-ctx.Done():
+			p.finish(m, errKind{"TIMEOUT", ctx.Err()})
+			return
+		}
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.finish(m, errKind{"CLOSED", errClosed})
+		return
+	}
+	s, err := p.session(ctx)
+	if err != nil {
+		p.mu.Unlock()
+		p.finish(m, errKind{"CONNECTION", err})
+		return
+	}
+	tag := s.ch.GetNextPublishSeqNo()
+	s.push(tag, m)
+	msg := amqp.Publishing{Body: m.Value, DeliveryMode: p.mode}
+	if p.mandatory {
+		// A returned message is known by its tag.
+		msg.MessageId = strconv.FormatUint(tag, 10)
+	}
+	err = s.ch.PublishWithContext(ctx, p.exchange, p.keys[p.partition(m)], p.mandatory, false, msg)
+	p.mu.Unlock()
+	if err != nil && s.dropTail(tag) {
+		p.finish(m, errKind{"CONNECTION", err})
+	}
+}
+
+// partition picks m's routing key: by key hash, or in turn.
+func (p *producer) partition(m *driver.Message) int {
+	if len(p.keys) == 1 {
+		return 0
+	}
+	if len(m.Key) == 0 {
+		return int(p.next.Add(1) % uint64(len(p.keys)))
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(m.Key)
+	return int(h.Sum32() % uint32(len(p.keys)))
+}
+
+// finish acknowledges m to the runner, once.
+func (p *producer) finish(m *driver.Message, err error) {
+	p.ackMu.Lock()
+	p.ack(m, err)
+	p.ackMu.Unlock()
+	if p.outstanding != nil {
+		<-p.outstanding
+	}
+	p.inFlight.Done()
+}
+
+func (s *session) push(tag uint64, m *driver.Message) {
+	s.mu.Lock()
+	s.pending = append(s.pending, pendingMessage{tag, m})
+	s.mu.Unlock()
+}
+
+// dropTail removes the message with tag, whose publish failed, and
+// reports whether it was still pending (not failed with the session).
+func (s *session) dropTail(tag uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.pending); n > 0 && s.pending[n-1].tag == tag {
+		s.pending = s.pending[:n-1]
+		return true
+	}
+	return false
+}
+
+// pop removes the oldest pending message, which must have tag.
+func (s *session) pop(tag uint64) (*driver.Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 || s.pending[0].tag != tag {
+		return nil, false
+	}
+	m := s.pending[0].m
+	s.pending[0] = pendingMessage{}
+	s.pending = s.pending[1:]
+	if len(s.pending) == 0 {
+		s.pending = s.pending[:0:0] // let the array go
+	}
+	return m, true
+}
+
+// confirmLoop settles the session's messages as their confirms arrive
+// (amqp091-go hands them over in tag order). A message returned as
+// unroutable is confirmed after its return, which is taken first. When
+// the channel closes, every message still pending fails.
+func (p *producer) confirmLoop(s *session, confirms <-chan amqp.Confirmation, returns <-chan amqp.Return) {
+	defer p.loops.Done()
+	returned := map[uint64]bool{}
+	takeReturn := func(r amqp.Return) {
+		if tag, err := strconv.ParseUint(r.MessageId, 10, 64); err == nil {
+			returned[tag] = true
+		}
+	}
+	for {
+		select {
+		case r, ok := <-returns:
+			if ok {
+				takeReturn(r)
+			} else {
+				returns = nil
+			}
+		case c, ok := <-confirms:
+			if !ok {
+				p.failPending(s)
+				return
+			}
+		drain:
+			for {
+				select {
+				case r, ok := <-returns:
+					if !ok {
+						returns = nil
+						break drain
+					}
+					takeReturn(r)
+				default:
+					break drain
+				}
+			}
+			m, ok := s.pop(c.DeliveryTag)
+			if !ok {
+				continue
+			}
+			var err error
+			switch {
+			case returned[c.DeliveryTag]:
+				delete(returned, c.DeliveryTag)
+				err = errKind{"UNROUTABLE", errUnroutable}
+			case !c.Ack:
+				err = errKind{"NACK", errNack}
+			}
+			p.finish(m, err)
+		}
+	}
+}
+
+// failPending fails every message of a closed session.
+func (p *producer) failPending(s *session) {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, pm := range pending {
+		p.finish(pm.m, errKind{"CONNECTION", errDisconnects})
+	}
+}
+
+// Flush implements driver.Producer.
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.inFlight) }
+
+// Close implements driver.Producer: it waits up to 5 s for the confirms
+// of messages in flight, then closes the connection, failing those still
+// unconfirmed.
+func (p *producer) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	s := p.sess
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = p.Flush(ctx)
+	cancel()
+	if s != nil {
+		_ = s.conn.Close()
+	}
+	p.loops.Wait()
+}

@@ -1,0 +1,377 @@
+// Package rabbitmq is the RabbitMQ AMQP 0-9-1 driver, on amqp091-go.
+//
+// A topic is a durable direct exchange of the same name. A subscription
+// is one queue per partition, SUBSCRIPTION.0 to SUBSCRIPTION.N-1, bound
+// to the exchange with the partition's number as routing key; every
+// subscription therefore receives every message. A producer picks the
+// partition by key hash, or in turn without a key. The topic's partition
+// count and its subscriptions are kept as messages of a queue of its own,
+// TOPIC.bb-meta, so that every process can find them.
+//
+// Producers publish with publisher confirms (a confirm acknowledges a
+// message; a nack or a return fails it) and the mandatory flag, so that a
+// message no queue takes is failed as UNROUTABLE rather than counted as
+// sent. Consumers take messages with a prefetch limit and acknowledge
+// them after the runner consumed them, several at once (multiple acks).
+// Each producer and each consumer has its own connection; after losing
+// it, they connect again.
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+func init() {
+	driver.Register(driver.Registration{Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalKind: "rabbitmq",
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true}})
+}
+
+// settings are the driver's settings by section, with their defaults.
+var settings = map[string]map[string]string{
+	"common": {
+		"amqpUris": "amqp://guest:guest@127.0.0.1:5672/", // comma-separated; clients use them in turn
+		// OMB's RabbitMQ driver file.
+		"messagePersistence": "false", "queueType": "CLASSIC",
+		"producerCreationDelay": "", "producerCreationBatchSize": "", "consumerCreationDelay": "", "consumerCreationBatchSize": "",
+	},
+	"topic":    {},
+	"producer": {"maxOutstandingConfirms": "0", "mandatory": "true"}, // 0: as many as the runner keeps in flight
+	"consumer": {"prefetch": "1000", "multipleAckEvery": "50"},
+}
+
+// queueTypes maps OMB's queue types to RabbitMQ's x-queue-type.
+var queueTypes = map[string]string{"CLASSIC": "classic", "QUORUM": "quorum", "STREAM": "stream"}
+
+type config struct {
+	uris                   []string
+	persistent, mandatory  bool
+	queueType              string
+	replicas               int
+	maxOutstanding         int
+	prefetch, multipleAcks int
+	effective              map[string]workload.Properties
+}
+
+func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+	s := driver.ParseSettings(dc, "RabbitMQ", settings)
+	c := &config{replicas: dc.ReplicationFactor}
+	raw := strings.Split(s.String("common", "amqpUris"), ",")
+	if len(endpoints) > 0 {
+		raw = endpoints
+	}
+	for _, u := range raw {
+		u = strings.TrimSpace(u)
+		if !strings.Contains(u, "://") {
+			u = "amqp://guest:guest@" + u + "/"
+		}
+		if _, err := amqp.ParseURI(u); err != nil {
+			s.Fail("common", "amqpUris", "%s: %v (expected amqp://user:password@host:port/vhost)", driver.RedactEndpoints(u), err)
+		}
+		c.uris = append(c.uris, u)
+	}
+	c.persistent = s.Bool("common", "messagePersistence")
+	c.mandatory = s.Bool("producer", "mandatory")
+	qt := strings.ToUpper(s.String("common", "queueType"))
+	c.queueType = queueTypes[qt]
+	if c.queueType == "" {
+		s.Fail("common", "queueType", "must be CLASSIC, QUORUM or STREAM, got %q", qt)
+	}
+	if c.queueType == "classic" && c.replicas > 1 {
+		s.Fail("common", "queueType", "classic queues keep one copy (mirroring is deprecated), but the replication factor is %d: use queueType QUORUM or STREAM, or replicationFactor 1", c.replicas)
+	}
+	for _, k := range []string{"producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize"} {
+		if v := s.String("common", k); v != "" {
+			s.Int("common", k, 0) // accepted for OMB's files; clients are created at once
+		}
+	}
+	c.maxOutstanding = s.Int("producer", "maxOutstandingConfirms", 0)
+	c.prefetch = s.Int("consumer", "prefetch", 1)
+	c.multipleAcks = s.Int("consumer", "multipleAckEvery", 1)
+	if c.multipleAcks > c.prefetch {
+		s.Fail("consumer", "multipleAckEvery", "must not exceed prefetch (%d): the broker would stop delivering before an ack is due", c.prefetch)
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	c.effective = s.Effective("amqpUris")
+	redacted := make([]string, len(c.uris))
+	for i, u := range c.uris {
+		redacted[i] = driver.RedactEndpoints(u)
+	}
+	c.effective["common"] = append(workload.Properties{{Key: "amqpUris", Value: strings.Join(redacted, ",")}}, c.effective["common"]...)
+	return c, nil
+}
+
+// Driver connects to one RabbitMQ cluster.
+type Driver struct {
+	cfg  *config
+	opts driver.Options
+	next atomic.Uint64 // the next client's URI, in turn
+
+	mu        sync.Mutex
+	admin     *amqp.Connection
+	consumers map[string]int // consumers created per topic and subscription, for lanes
+}
+
+var _ driver.Pauser = (*consumer)(nil)
+
+// New validates dc; connections are made on first use.
+func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
+	cfg, err := parseConfig(dc, opts.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, opts: opts, consumers: map[string]int{}}, nil
+}
+
+// dial opens a connection to the next URI in turn.
+func (d *Driver) dial(ctx context.Context, name string) (*amqp.Connection, error) {
+	uri := d.cfg.uris[int(d.next.Add(1)-1)%len(d.cfg.uris)]
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName("brokerbench " + name)
+	conn, err := amqp.DialConfig(uri, amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Properties: props,
+		Dial: func(network, addr string) (net.Conn, error) { return d.opts.Dial(ctx, network, addr) }})
+	if err != nil {
+		return nil, fmt.Errorf("RabbitMQ at %s: %w", redactedHost(uri), err)
+	}
+	return conn, nil
+}
+
+// redactedHost is a URI's host, for errors.
+func redactedHost(uri string) string {
+	if u, err := url.Parse(uri); err == nil {
+		return u.Host
+	}
+	return "(unparsable URI)"
+}
+
+// channel opens a channel on the driver's admin connection, connecting
+// again if it was lost.
+func (d *Driver) channel(ctx context.Context) (*amqp.Channel, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.admin == nil || d.admin.IsClosed() {
+		conn, err := d.dial(ctx, "admin")
+		if err != nil {
+			return nil, err
+		}
+		d.admin = conn
+	}
+	return d.admin.Channel()
+}
+
+// withChannel runs f on a fresh admin channel and closes it.
+func (d *Driver) withChannel(ctx context.Context, f func(ch *amqp.Channel) error) error {
+	ch, err := d.channel(ctx)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	return f(ch)
+}
+
+// BrokerVersion implements driver.Driver: from the server's properties.
+func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
+	ch, err := d.channel(ctx)
+	if err != nil {
+		return "", err
+	}
+	_ = ch.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	product, _ := d.admin.Properties["product"].(string)
+	version, _ := d.admin.Properties["version"].(string)
+	return strings.TrimSpace(product + " " + version), nil
+}
+
+func metaQueue(topic string) string { return topic + ".bb-meta" }
+
+// partitionQueue is the queue of one partition of a subscription.
+func partitionQueue(subscription string, partition int) string {
+	return subscription + "." + strconv.Itoa(partition)
+}
+
+// CreateTopic implements driver.Driver: the exchange, and the topic's
+// record in its meta queue.
+func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
+	return d.withChannel(ctx, func(ch *amqp.Channel) error {
+		if _, err := ch.QueueDeclarePassive(metaQueue(spec.Name), true, false, false, false, nil); err == nil {
+			return fmt.Errorf("create topic %q: it exists", spec.Name)
+		}
+		// The failed passive declare closed the channel.
+		ch, err := d.channel(ctx)
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		if err := ch.ExchangeDeclare(spec.Name, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
+			return fmt.Errorf("create topic %q: %w", spec.Name, err)
+		}
+		if _, err := ch.QueueDeclare(metaQueue(spec.Name), true, false, false, false, amqp.Table{"x-queue-type": "classic"}); err != nil {
+			return fmt.Errorf("create topic %q: %w", spec.Name, err)
+		}
+		return d.record(ctx, ch, spec.Name, "partitions="+strconv.Itoa(spec.Partitions))
+	})
+}
+
+// record adds an entry to a topic's meta queue, confirmed.
+func (d *Driver) record(ctx context.Context, ch *amqp.Channel, topic, entry string) error {
+	if err := ch.Confirm(false); err != nil {
+		return err
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", metaQueue(topic), true, false,
+		amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(entry)})
+	if err == nil {
+		var ok bool
+		ok, err = dc.WaitContext(ctx)
+		if err == nil && !ok {
+			err = errors.New("not confirmed")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("record %s of topic %q: %w", entry, topic, err)
+	}
+	return nil
+}
+
+// topicRecord is what a topic's meta queue says.
+type topicRecord struct {
+	partitions    int
+	subscriptions []string
+}
+
+// lookup reads a topic's record without consuming it (its entries are
+// requeued).
+func (d *Driver) lookup(ctx context.Context, topic string) (topicRecord, error) {
+	var r topicRecord
+	err := d.withChannel(ctx, func(ch *amqp.Channel) error {
+		for {
+			m, ok, err := ch.Get(metaQueue(topic), false)
+			var ae *amqp.Error
+			if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+				return fmt.Errorf("topic %q: %w", topic, driver.ErrTopicNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("topic %q: %w", topic, err)
+			}
+			if !ok {
+				break
+			}
+			k, v, _ := strings.Cut(string(m.Body), "=")
+			switch k {
+			case "partitions":
+				r.partitions, _ = strconv.Atoi(v)
+			case "subscription":
+				if !slices.Contains(r.subscriptions, v) {
+					r.subscriptions = append(r.subscriptions, v)
+				}
+			}
+		}
+		// Closing the channel requeues every entry taken.
+		return nil
+	})
+	if err == nil && r.partitions < 1 {
+		err = fmt.Errorf("topic %q: its record in queue %s has no partition count", topic, metaQueue(topic))
+	}
+	return r, err
+}
+
+// DeleteTopic implements driver.Driver: the subscriptions' queues, the
+// exchange and the record.
+func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	r, err := d.lookup(ctx, name)
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	return d.withChannel(ctx, func(ch *amqp.Channel) error {
+		for _, sub := range r.subscriptions {
+			for p := range r.partitions {
+				if _, err := ch.QueueDelete(partitionQueue(sub, p), false, false, false); err != nil {
+					return fmt.Errorf("delete topic %q: %w", name, err)
+				}
+			}
+		}
+		if err := ch.ExchangeDelete(name, false, false); err != nil {
+			return fmt.Errorf("delete topic %q: %w", name, err)
+		}
+		_, err := ch.QueueDelete(metaQueue(name), false, false, false)
+		return err
+	})
+}
+
+// EffectiveConfig implements driver.Driver.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
+
+// Close implements driver.Driver.
+func (d *Driver) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.admin != nil {
+		_ = d.admin.Close()
+	}
+}
+
+// queueArgs are the arguments of a subscription's queues.
+func (d *Driver) queueArgs() amqp.Table {
+	args := amqp.Table{"x-queue-type": d.cfg.queueType}
+	if d.cfg.queueType != "classic" && d.cfg.replicas > 0 {
+		args["x-quorum-initial-group-size"] = int32(d.cfg.replicas)
+		if d.cfg.queueType == "stream" {
+			delete(args, "x-quorum-initial-group-size")
+			args["x-initial-cluster-size"] = int32(d.cfg.replicas)
+		}
+	}
+	return args
+}
+
+// subscribe declares a subscription's queues and binds them, recording
+// the subscription when it is new.
+func (d *Driver) subscribe(ctx context.Context, topic, subscription string, r topicRecord) error {
+	return d.withChannel(ctx, func(ch *amqp.Channel) error {
+		for p := range r.partitions {
+			q := partitionQueue(subscription, p)
+			if _, err := ch.QueueDeclare(q, true, false, false, false, d.queueArgs()); err != nil {
+				return fmt.Errorf("subscription %q: declare queue %s: %w", subscription, q, err)
+			}
+			if err := ch.QueueBind(q, strconv.Itoa(p), topic, false, nil); err != nil {
+				return fmt.Errorf("subscription %q: bind queue %s: %w", subscription, q, err)
+			}
+		}
+		if slices.Contains(r.subscriptions, subscription) {
+			return nil
+		}
+		return d.record(ctx, ch, topic, "subscription="+subscription)
+	})
+}
+
+// errKind gives RabbitMQ errors a short kind for failure counts.
+type errKind struct {
+	kind string
+	err  error
+}
+
+func (e errKind) Error() string { return e.kind + ": " + e.err.Error() }
+func (e errKind) Unwrap() error { return e.err }
+func (e errKind) Kind() string  { return e.kind }
+
+var (
+	errNack        = errors.New("the broker refused the message (nack)")
+	errUnroutable  = errors.New("no queue took the message (returned): the topic has no subscription yet")
+	errClosed      = errors.New("producer closed")
+	errDisconnects = errors.New("connection lost before the confirm")
+)

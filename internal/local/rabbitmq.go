@@ -1,0 +1,164 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// NewRabbitMQ returns a local RabbitMQ node on port (AMQP), with default
+// directories ("rabbitmq-PORT" under the state directory).
+func NewRabbitMQ(port, brokers int) *Cluster {
+	return &Cluster{Kind: RabbitMQ{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("rabbitmq-%d", port)),
+		Port: port, Brokers: brokers}
+}
+
+// RabbitMQ is the Kind of a RabbitMQ node from the machine's package
+// (Debian's rabbitmq-server), with the stream plugin: AMQP 0-9-1 on the
+// client port, the stream protocol on its own port. Its Erlang VM runs
+// in the foreground as the node's process; the epmd daemon it starts
+// listens on loopback, on a port of the cluster's own, and is stopped
+// with the node (Node.stopForked).
+type RabbitMQ struct{}
+
+// rabbitmqHome is where Debian's package puts the server.
+const rabbitmqHome = "/usr/lib/rabbitmq"
+
+// Name implements Kind.
+func (RabbitMQ) Name() string { return "rabbitmq" }
+
+// Product implements Kind.
+func (RabbitMQ) Product() string { return "RabbitMQ" }
+
+// Version implements Kind: the installed release's, from its directory.
+func (RabbitMQ) Version() string {
+	dirs, _ := filepath.Glob(filepath.Join(rabbitmqHome, "lib", "rabbitmq_server-*"))
+	if len(dirs) == 0 {
+		return "not installed"
+	}
+	return strings.TrimPrefix(filepath.Base(dirs[len(dirs)-1]), "rabbitmq_server-")
+}
+
+func rabbitmqServer() (string, error) {
+	bin := filepath.Join(rabbitmqHome, "bin", "rabbitmq-server")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%w: RabbitMQ is not installed (no %s): install it (Debian: apt-get install rabbitmq-server; the package starts no service here)", ErrPrerequisite, bin)
+	}
+	return bin, nil
+}
+
+// Install installs Debian's rabbitmq-server package when it is missing and
+// brokerbench runs as root with apt-get; otherwise it says what to run.
+func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	return aptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
+}
+
+// Layout implements Kind: one node, with listeners for AMQP ("client"),
+// streams, Erlang distribution, and the epmd it starts.
+func (RabbitMQ) Layout(c *Cluster) []*Node {
+	return []*Node{{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
+		Ports: map[string]int{"client": 0, "stream": 0, "dist": 0, "epmd": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+}
+
+// Configure implements Kind: the node's rabbitmq.conf, its plugins, and
+// an Erlang cookie in its home directory.
+func (RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+	if c.Brokers != 1 {
+		return errors.New("brokerbench runs a single local RabbitMQ node (--brokers 1); quorum queues and streams work on it, with one replica; RabbitMQ clusters are not run locally yet")
+	}
+	if c.linked() {
+		return errors.New("links (--links, link faults, a setup's network) are not supported for RabbitMQ yet")
+	}
+	n := c.nodes[0]
+	conf := fmt.Sprintf(`# Written by brokerbench.
+listeners.tcp.default = %s
+stream.listeners.tcp.default = %s
+# Clients connect over loopback only; the default user may do so.
+loopback_users = none
+log.file.level = warning
+log.console = false
+# A run's backlog may be large: queue memory up to 40%% of RAM (the
+# default), and no disk alarm below 1 GB free.
+disk_free_limit.absolute = 1GB
+`, n.Addr("client"), n.Addr("stream"))
+	files := map[string]string{"rabbitmq.conf": conf, "enabled_plugins": "[rabbitmq_stream].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
+	for name, content := range files {
+		if err := os.WriteFile(n.ConfigFile(name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	cookie := filepath.Join(n.Dir, ".erlang.cookie")
+	if _, err := os.Stat(cookie); err != nil {
+		// Erlang refuses a cookie file others can read.
+		if err := os.WriteFile(cookie, []byte(strings.ReplaceAll(newClusterID(), "-", "x")), 0o400); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeName is the node's Erlang name, unique per cluster port.
+func (RabbitMQ) nodeName(c *Cluster, n *Node) string {
+	return fmt.Sprintf("bb%d-%d@localhost", c.Port, n.ID)
+}
+
+// Command implements Kind: the package's start script, which execs the
+// Erlang VM (RABBITMQ_ALLOW_INPUT, see Environ) so that the node's PID
+// stays the VM's. Arguments after the script's own go to the VM: no
+// shell, and the node's directory as a marker.
+func (k RabbitMQ) Command(c *Cluster, n *Node) []string {
+	bin, err := rabbitmqServer()
+	if err != nil {
+		bin = "rabbitmq-server"
+	}
+	return []string{bin, "-noinput", "-brokerbench_node", n.marker()}
+}
+
+// Environ implements Environer: RabbitMQ takes its paths, node name and
+// ports from the environment.
+func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
+	host := net.ParseIP(n.Host).To4()
+	return []string{
+		"HOME=" + n.Dir,
+		"RABBITMQ_NODENAME=" + k.nodeName(c, n),
+		"RABBITMQ_CONFIG_FILE=" + n.ConfigFile("rabbitmq.conf"),
+		"RABBITMQ_ADVANCED_CONFIG_FILE=" + n.ConfigFile("advanced.config"),
+		"RABBITMQ_CONF_ENV_FILE=" + n.ConfigFile("rabbitmq-env.conf"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + n.ConfigFile("enabled_plugins"),
+		"RABBITMQ_MNESIA_BASE=" + filepath.Join(n.Dir, "data"),
+		"RABBITMQ_LOG_BASE=" + filepath.Join(n.Dir, "log"),
+		"RABBITMQ_NODE_IP_ADDRESS=" + n.Host,
+		fmt.Sprintf("RABBITMQ_DIST_PORT=%d", n.Ports["dist"]),
+		fmt.Sprintf("ERL_EPMD_PORT=%d", n.Ports["epmd"]),
+		"ERL_EPMD_ADDRESS=" + n.Host,
+		// Erlang distribution listens on the node's address only.
+		fmt.Sprintf("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {%d,%d,%d,%d}", host[0], host[1], host[2], host[3]),
+		"RABBITMQ_ALLOW_INPUT=true",
+	}
+}
+
+// Ready implements Kind: the node takes AMQP connections (with the
+// default user) and its stream listener accepts.
+func (RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
+	for _, n := range c.nodes {
+		conn, err := amqp.DialConfig("amqp://guest:guest@"+n.Addr("client")+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
+		if err != nil {
+			return fmt.Errorf("node %d AMQP: %w", n.ID, err)
+		}
+		_ = conn.Close()
+		d := net.Dialer{Timeout: 2 * time.Second}
+		sc, err := d.DialContext(ctx, "tcp", n.Addr("stream"))
+		if err != nil {
+			return fmt.Errorf("node %d streams: %w", n.ID, err)
+		}
+		_ = sc.Close()
+	}
+	return nil
+}
