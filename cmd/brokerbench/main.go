@@ -7,10 +7,11 @@ import (
 	"os"
 
 	"github.com/brokerbench/brokerbench/internal/cli"
-	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"    // registers the "kafka" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/nats"     // registers the "nats" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq" // registers the "rabbitmq" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/redis"    // registers the "redis" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"          // registers the "kafka" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/nats"           // registers the "nats" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"       // registers the "rabbitmq" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream" // registers the "rabbitmq-stream" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/redis"          // registers the "redis" driver
 )
 
 func main() {

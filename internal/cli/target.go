@@ -95,7 +95,12 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 	if err := t.shapeNetwork(); err != nil {
 		return driver.Options{}, withCode(ExitRunFailed, err)
 	}
-	return driver.Options{Endpoints: t.status.Bootstrap, Hosts: t.status.ClientHosts}, nil
+	reg, _ := driver.Lookup(dc.Name)
+	endpoints := t.status.Endpoints(reg.LocalListener)
+	if len(endpoints) == 0 {
+		return driver.Options{}, withCode(ExitInvalidInput, fmt.Errorf("the local %s cluster has no %q listener, which the %s driver needs", t.cluster.Kind.Name(), reg.LocalListener, dc.Name))
+	}
+	return driver.Options{Endpoints: endpoints, Hosts: t.status.ClientHosts}, nil
 }
 
 // shapeNetwork gives the local cluster's links the network the runs ask
@@ -243,6 +248,9 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		drv.Close()
 		if ctx.Err() == nil && vctx.Err() != nil {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
+		}
+		if reg, ok := driver.Lookup(dc.Name); ok && reg.LocalKind != "" && !t.usesLocal(dc) {
+			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind)
 		}
 		return nil, env, withCode(ExitRunFailed, err)
 	}

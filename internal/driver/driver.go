@@ -277,6 +277,9 @@ type Registration struct {
 	// LocalKind is the kind of local broker brokerbench can start for the
 	// driver ("kafka"); empty if none.
 	LocalKind string
+	// LocalListener is the listener of the local broker's nodes the
+	// driver connects to ("stream"); empty for their client listener.
+	LocalListener string
 }
 
 var (

@@ -190,6 +190,22 @@ type Status struct {
 	StateDir    string            `json:"stateDir"`
 }
 
+// Endpoints returns the addresses of the broker nodes' listener: the
+// bootstrap addresses for "client" or "", else each node's host and port
+// of that listener (nil if the nodes have none).
+func (s Status) Endpoints(listener string) []string {
+	if listener == "" || listener == "client" {
+		return s.Bootstrap
+	}
+	var addrs []string
+	for _, n := range s.Nodes {
+		if port, ok := n.Ports[listener]; ok {
+			addrs = append(addrs, fmt.Sprintf("%s:%d", n.Host, port))
+		}
+	}
+	return addrs
+}
+
 // Address is the first broker's client address.
 func (s Status) Address() string {
 	if len(s.Bootstrap) == 0 {

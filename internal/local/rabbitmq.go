@@ -80,6 +80,10 @@ func (RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	conf := fmt.Sprintf(`# Written by brokerbench.
 listeners.tcp.default = %s
 stream.listeners.tcp.default = %s
+# Stream clients connect to the host and port a stream's leader
+# advertises: the node's own.
+stream.advertised_host = %s
+stream.advertised_port = %d
 # Clients connect over loopback only; the default user may do so.
 loopback_users = none
 log.file.level = warning
@@ -87,7 +91,7 @@ log.console = false
 # A run's backlog may be large: queue memory up to 40%% of RAM (the
 # default), and no disk alarm below 1 GB free.
 disk_free_limit.absolute = 1GB
-`, n.Addr("client"), n.Addr("stream"))
+`, n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"])
 	files := map[string]string{"rabbitmq.conf": conf, "enabled_plugins": "[rabbitmq_stream].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
 	for name, content := range files {
 		if err := os.WriteFile(n.ConfigFile(name), []byte(content), 0o644); err != nil {
