@@ -164,3 +164,68 @@ driver:
 		t.Errorf("the link proxy (pid %d) still runs after local down: %s\n%s", st.LinkProxy.PID, stat, stderr)
 	}
 }
+
+// TestRabbitMQQuorumQueueSurvivesKill runs a three-node RabbitMQ cluster
+// that the run starts itself (one cluster, formed node by node, with one
+// epmd), and kills a node of a quorum queue with three replicas during
+// the measurement: the queue keeps its majority, the clients connect to
+// another node, and no confirmed message may be lost. 'local down' then
+// stops every process the cluster started, epmd included.
+func TestRabbitMQQuorumQueueSurvivesKill(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
+	wl := filepath.Join(dir, "kill.yaml")
+	if err := os.WriteFile(wl, []byte(`name: quorum-kill
+topics: 1
+partitionsPerTopic: 2
+messageSize: 100
+rate: 1000
+warmup: 2s
+duration: 10s
+faults:
+  - {at: 2s, action: kill, node: 1, for: 4s}
+driver:
+  driver: rabbitmq
+  replicationFactor: 3
+  commonConfig: {queueType: QUORUM, messagePersistence: "true"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := execute("run", wl, "--local-port", "39694", "--local-brokers", "3", "--quiet", "--out", out)
+	status := local.NewRabbitMQ(39694, 3).Status()
+	defer execute("local", "down", "rabbitmq", "--port", "39694")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 2 || res.Faults[0].Error != "" || res.Faults[1].Error != "" {
+		t.Fatalf("fault events %+v: want the kill and the restart of node 1", res.Faults)
+	}
+	if c := res.Counts; c.Lost != 0 || c.Acked < 10000 || c.Failed != 0 {
+		t.Errorf("accounting after killing one of three quorum queue replicas: %+v", c)
+	}
+	if !status.Running || len(status.Nodes) != 3 {
+		t.Fatalf("after the run the cluster is not whole: %+v", status)
+	}
+	var pids []int
+	for _, n := range status.Nodes {
+		pids = append(pids, n.PID)
+	}
+	if code, _, stderr := execute("local", "down", "rabbitmq", "--port", "39694"); code != ExitOK {
+		t.Fatalf("local down: exit %d\n%s", code, stderr)
+	}
+	for _, n := range status.Nodes {
+		if left := proc.WithEnv("BROKERBENCH_NODE=" + n.Dir); len(left) > 0 {
+			t.Errorf("processes of node %d still run after local down: %v", n.ID, left)
+		}
+	}
+	for _, pid := range pids {
+		if proc.Live(pid) {
+			t.Errorf("node process %d still runs after local down", pid)
+		}
+	}
+}

@@ -185,8 +185,12 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	tgt := newTarget(io, f.broker, f.local)
 	tgt.wantCluster(f.local.brokers, nil, w)
 	tgt.local.links = tgt.local.links || f.local.links
+	reg, known := driver.Lookup(dc.Name)
+	if !known {
+		return withCode(ExitInvalidInput, fmt.Errorf("%w %q (from %s): available drivers: %s", driver.ErrUnknownDriver, dc.Name, dc.Source, strings.Join(driver.Names(), ", ")))
+	}
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
-		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and bootstrap.servers), and use --local-brokers", w.Source)}
+		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", w.Source, reg.EndpointSetting)}
 	}
 	drv, env, err := tgt.connect(sig.stop, dc)
 	if err != nil {

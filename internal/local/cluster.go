@@ -55,6 +55,14 @@ type Environer interface {
 	Environ(c *Cluster, n *Node) []string
 }
 
+// StartInOrder is implemented by kinds whose nodes must start one after
+// another, each serving before the next starts: a node joins the cluster
+// through the nodes already running.
+type StartInOrder interface {
+	// NodeReady returns nil once node n serves.
+	NodeReady(ctx context.Context, c *Cluster, n *Node) error
+}
+
 // Cluster is a broker cluster on this machine: one process per node, each
 // node on its own loopback address, its state in StateDir. Brokers and
 // Controllers size it; the layout, recorded in StateDir, is kept across
@@ -288,8 +296,13 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 			return Status{}, err
 		}
 	}
+	ordered, inOrder := c.Kind.(StartInOrder)
 	for _, n := range c.nodes {
-		if err := c.startNode(n); err != nil {
+		err := c.startNode(n)
+		if err == nil && inOrder {
+			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("node %d", n.ID), func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
+		}
+		if err != nil {
 			_ = c.Down()
 			return Status{}, err
 		}
@@ -392,11 +405,20 @@ func (c *Cluster) startNode(n *Node) error {
 // waitReady waits until the kind says the cluster is ready, failing early
 // if a node exits.
 func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
+	return c.waitFor(ctx, limit, "cluster", func(ctx context.Context) error { return c.Kind.Ready(ctx, c) })
+}
+
+// waitFor waits until ready returns nil, failing early if a started node
+// exits; what names the part of the cluster waited for in errors.
+func (c *Cluster) waitFor(ctx context.Context, limit time.Duration, what string, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var last error
 	for {
 		for _, n := range c.nodes {
+			if _, err := os.Stat(n.pidFile()); err != nil {
+				continue // not started yet
+			}
 			if _, ok := n.PID(); !ok {
 				return fmt.Errorf("%s node %d exited during start-up; last lines of %s:\n%s", c.Kind.Name(), n.ID, n.LogFile(), tail(n.LogFile(), 15))
 			}
@@ -407,7 +429,7 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 			}
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		last = c.Kind.Ready(rctx, c)
+		last = ready(rctx)
 		rcancel()
 		if last == nil {
 			return nil
@@ -415,9 +437,9 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 		select {
 		case <-ctx.Done():
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("interrupted while the %s cluster in %s was starting (%v): %w", c.Kind.Name(), c.StateDir, last, ctx.Err())
+				return fmt.Errorf("interrupted while the %s %s in %s was starting (%v): %w", c.Kind.Name(), what, c.StateDir, last, ctx.Err())
 			}
-			return fmt.Errorf("%s cluster in %s not ready within %s: %v", c.Kind.Name(), c.StateDir, limit, last)
+			return fmt.Errorf("%s %s in %s not ready within %s: %v", c.Kind.Name(), what, c.StateDir, limit, last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -20,12 +20,14 @@ func NewRabbitMQ(port, brokers int) *Cluster {
 		Port: port, Brokers: brokers}
 }
 
-// RabbitMQ is the Kind of a RabbitMQ node from the machine's package
+// RabbitMQ is the Kind of RabbitMQ clusters from the machine's package
 // (Debian's rabbitmq-server), with the stream plugin: AMQP 0-9-1 on the
-// client port, the stream protocol on its own port. Its Erlang VM runs
-// in the foreground as the node's process; the epmd daemon it starts
-// listens on loopback, on a port of the cluster's own, and is stopped
-// with the node (Node.stopForked).
+// client port, the stream protocol on its own port. Each node's Erlang VM
+// runs in the foreground as the node's process; the nodes of a cluster
+// find each other through classic peer discovery, one after another. The
+// epmd daemon the first node starts listens on the nodes' addresses, on a
+// port of the cluster's own, and is stopped with the cluster
+// (Node.stopForked).
 type RabbitMQ struct{}
 
 // rabbitmqHome is where Debian's package puts the server.
@@ -60,24 +62,40 @@ func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, 
 	return aptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
 }
 
-// Layout implements Kind: one node, with listeners for AMQP ("client"),
-// streams, Erlang distribution, and the epmd it starts.
+// Layout implements Kind: node i on the cluster's loopback address, with
+// listeners for AMQP ("client"), streams, and Erlang distribution; the
+// first node also has the port of the cluster's epmd.
 func (RabbitMQ) Layout(c *Cluster) []*Node {
-	return []*Node{{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
-		Ports: map[string]int{"client": 0, "stream": 0, "dist": 0, "epmd": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+	var nodes []*Node
+	for i := 1; i <= c.Brokers; i++ {
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0, "stream": 0, "dist": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		if i == 1 {
+			n.Ports["epmd"] = 0
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
 }
 
-// Configure implements Kind: the node's rabbitmq.conf, its plugins, and
-// an Erlang cookie in its home directory.
-func (RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
-	if c.Brokers != 1 {
-		return errors.New("brokerbench runs a single local RabbitMQ node (--brokers 1); quorum queues and streams work on it, with one replica; RabbitMQ clusters are not run locally yet")
-	}
+// Configure implements Kind: each node's rabbitmq.conf (with the other
+// nodes as its peers, in a cluster), its plugins, and the cluster's
+// Erlang cookie in its home directory.
+func (k RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	if c.linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for RabbitMQ yet")
 	}
-	n := c.nodes[0]
-	conf := fmt.Sprintf(`# Written by brokerbench.
+	for _, n := range c.nodes {
+		if err := k.configureNode(c, n); err != nil {
+			return fmt.Errorf("configure node %d: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+func (k RabbitMQ) configureNode(c *Cluster, n *Node) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Written by brokerbench: node %d of %d.
 listeners.tcp.default = %s
 stream.listeners.tcp.default = %s
 # Stream clients connect to the host and port a stream's leader
@@ -91,26 +109,32 @@ log.console = false
 # A run's backlog may be large: queue memory up to 40%% of RAM (the
 # default), and no disk alarm below 1 GB free.
 disk_free_limit.absolute = 1GB
-`, n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"])
-	files := map[string]string{"rabbitmq.conf": conf, "enabled_plugins": "[rabbitmq_stream].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
+`, n.ID, len(c.nodes), n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"])
+	if len(c.nodes) > 1 {
+		// The nodes start in order (StartInOrder): each joins those
+		// already running.
+		b.WriteString("cluster_formation.peer_discovery_backend = classic_config\n")
+		for i, peer := range c.nodes {
+			fmt.Fprintf(&b, "cluster_formation.classic_config.nodes.%d = %s\n", i+1, k.nodeName(c, peer))
+		}
+	}
+	files := map[string]string{"rabbitmq.conf": b.String(), "enabled_plugins": "[rabbitmq_stream].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
 	for name, content := range files {
 		if err := os.WriteFile(n.ConfigFile(name), []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
 	cookie := filepath.Join(n.Dir, ".erlang.cookie")
-	if _, err := os.Stat(cookie); err != nil {
-		// Erlang refuses a cookie file others can read.
-		if err := os.WriteFile(cookie, []byte(strings.ReplaceAll(newClusterID(), "-", "x")), 0o400); err != nil {
-			return err
-		}
-	}
-	return nil
+	_ = os.Remove(cookie)
+	// Erlang refuses a cookie file others can read. Every node of the
+	// cluster has the same, made from the cluster's id.
+	return os.WriteFile(cookie, []byte(strings.NewReplacer("-", "x", "_", "y").Replace(c.ID)), 0o400)
 }
 
-// nodeName is the node's Erlang name, unique per cluster port.
+// nodeName is the node's Erlang name: a long name with the node's own
+// address, which needs no resolver, unique per cluster port.
 func (RabbitMQ) nodeName(c *Cluster, n *Node) string {
-	return fmt.Sprintf("bb%d-%d@localhost", c.Port, n.ID)
+	return fmt.Sprintf("bb%d-%d@%s", c.Port, n.ID, n.Host)
 }
 
 // Command implements Kind: the package's start script, which execs the
@@ -129,9 +153,14 @@ func (k RabbitMQ) Command(c *Cluster, n *Node) []string {
 // ports from the environment.
 func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
 	host := net.ParseIP(n.Host).To4()
+	var hosts []string
+	for _, peer := range c.nodes {
+		hosts = append(hosts, peer.Host)
+	}
 	return []string{
 		"HOME=" + n.Dir,
 		"RABBITMQ_NODENAME=" + k.nodeName(c, n),
+		"RABBITMQ_USE_LONGNAME=true",
 		"RABBITMQ_CONFIG_FILE=" + n.ConfigFile("rabbitmq.conf"),
 		"RABBITMQ_ADVANCED_CONFIG_FILE=" + n.ConfigFile("advanced.config"),
 		"RABBITMQ_CONF_ENV_FILE=" + n.ConfigFile("rabbitmq-env.conf"),
@@ -140,29 +169,40 @@ func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
 		"RABBITMQ_LOG_BASE=" + filepath.Join(n.Dir, "log"),
 		"RABBITMQ_NODE_IP_ADDRESS=" + n.Host,
 		fmt.Sprintf("RABBITMQ_DIST_PORT=%d", n.Ports["dist"]),
-		fmt.Sprintf("ERL_EPMD_PORT=%d", n.Ports["epmd"]),
-		"ERL_EPMD_ADDRESS=" + n.Host,
+		// One epmd for the cluster, started by whichever node starts
+		// first, on every node's address: a node finds a peer's
+		// distribution port by asking at the peer's address.
+		fmt.Sprintf("ERL_EPMD_PORT=%d", c.nodes[0].Ports["epmd"]),
+		"ERL_EPMD_ADDRESS=" + strings.Join(hosts, ","),
 		// Erlang distribution listens on the node's address only.
 		fmt.Sprintf("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {%d,%d,%d,%d}", host[0], host[1], host[2], host[3]),
 		"RABBITMQ_ALLOW_INPUT=true",
 	}
 }
 
-// Ready implements Kind: the node takes AMQP connections (with the
-// default user) and its stream listener accepts.
-func (RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
+// Ready implements Kind: every node serves.
+func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 	for _, n := range c.nodes {
-		conn, err := amqp.DialConfig("amqp://guest:guest@"+n.Addr("client")+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
-		if err != nil {
-			return fmt.Errorf("node %d AMQP: %w", n.ID, err)
+		if err := k.NodeReady(ctx, c, n); err != nil {
+			return err
 		}
-		_ = conn.Close()
-		d := net.Dialer{Timeout: 2 * time.Second}
-		sc, err := d.DialContext(ctx, "tcp", n.Addr("stream"))
-		if err != nil {
-			return fmt.Errorf("node %d streams: %w", n.ID, err)
-		}
-		_ = sc.Close()
 	}
 	return nil
+}
+
+// NodeReady implements StartInOrder: the node takes AMQP connections
+// (with the default user) and its stream listener accepts. A node opens
+// its listeners only after it joined its peers.
+func (RabbitMQ) NodeReady(ctx context.Context, c *Cluster, n *Node) error {
+	conn, err := amqp.DialConfig("amqp://guest:guest@"+n.Addr("client")+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("node %d AMQP: %w", n.ID, err)
+	}
+	_ = conn.Close()
+	d := net.Dialer{Timeout: 2 * time.Second}
+	sc, err := d.DialContext(ctx, "tcp", n.Addr("stream"))
+	if err != nil {
+		return fmt.Errorf("node %d streams: %w", n.ID, err)
+	}
+	return sc.Close()
 }
