@@ -8,7 +8,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.13.0
 	github.com/rabbitmq/amqp091-go v1.16.0
-	github.com/rabbitmq/rabbitmq-stream-go-client v1.8.3
+	github.com/rabbitmq/rabbitmq-stream-go-client v1.4.10
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.28.0
 	github.com/spf13/cobra v1.10.2

@@ -55,9 +55,10 @@ type Environer interface {
 	Environ(c *Cluster, n *Node) []string
 }
 
-// StartInOrder is implemented by kinds whose nodes must start one after
-// another, each serving before the next starts: a node joins the cluster
-// through the nodes already running.
+// StartInOrder is implemented by kinds whose new cluster's nodes must
+// start one after another, each serving before the next starts: a new
+// node joins the cluster through the nodes already running. The nodes of
+// an existing cluster start together, as its members wait for each other.
 type StartInOrder interface {
 	// NodeReady returns nil once node n serves.
 	NodeReady(ctx context.Context, c *Cluster, n *Node) error
@@ -299,7 +300,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	ordered, inOrder := c.Kind.(StartInOrder)
 	for _, n := range c.nodes {
 		err := c.startNode(n)
-		if err == nil && inOrder {
+		if err == nil && inOrder && fresh {
 			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("node %d", n.ID), func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 )
 
 // NewRabbitMQ returns a local RabbitMQ node on port (AMQP), with default
@@ -180,12 +181,34 @@ func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
 	}
 }
 
-// Ready implements Kind: every node serves.
+// Ready implements Kind: every node serves, and, in a cluster, every
+// node is a member: a probe stream gets a copy on each.
 func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 	for _, n := range c.nodes {
 		if err := k.NodeReady(ctx, c, n); err != nil {
 			return err
 		}
+	}
+	if len(c.nodes) == 1 {
+		return nil
+	}
+	n := c.nodes[0]
+	env, err := stream.NewEnvironment(stream.NewEnvironmentOptions().SetUri(fmt.Sprintf("rabbitmq-stream://guest:guest@%s/%%2f", n.Addr("stream"))))
+	if err != nil {
+		return fmt.Errorf("node %d streams: %w", n.ID, err)
+	}
+	defer env.Close()
+	const probe = "brokerbench-cluster-probe"
+	if err := env.DeclareStream(probe, &stream.StreamOptions{}); err != nil && !errors.Is(err, stream.StreamAlreadyExists) {
+		return fmt.Errorf("probe stream: %w", err)
+	}
+	defer env.DeleteStream(probe)
+	md, err := env.StreamMetaData(probe)
+	if err != nil {
+		return fmt.Errorf("probe stream: %w", err)
+	}
+	if copies := 1 + len(md.Replicas); copies != len(c.nodes) {
+		return fmt.Errorf("the nodes did not form one cluster: a new stream has %d copies, not %d (see the nodes' logs)", copies, len(c.nodes))
 	}
 	return nil
 }

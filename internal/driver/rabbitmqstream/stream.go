@@ -11,6 +11,10 @@
 // (or the next one, for StartNew); a stream has no per-message
 // acknowledgement, so the broker's flow control is credit based.
 //
+// A stream is replicated on every node of the cluster (RabbitMQ's
+// default, which the stream protocol cannot change); a replication factor
+// that differs is refused when the topic is created.
+//
 // Streams give every consumer every message: the consumers of one
 // subscription in one brokerbench process share it, the first one
 // reading and the others standing by, as RabbitMQ 3.11's single active
@@ -22,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"log"
 	"net/url"
 	"strconv"
 	"strings"
@@ -30,7 +36,6 @@ import (
 	"time"
 
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
-	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/logs"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/message"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
@@ -39,20 +44,13 @@ import (
 )
 
 func init() {
-	// The client logs every failed dial and closed socket to stderr;
+	// The client logs every failed dial and closed socket through the
+	// standard logger, which nothing else in brokerbench uses;
 	// brokerbench reports the errors its calls return instead.
-	logs.SetLogger(silent{})
+	log.SetOutput(io.Discard)
 	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: "stream",
-		Capabilities: driver.Capabilities{Partitions: true, Replay: true}})
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
-
-// silent is a stream client logger that writes nothing.
-type silent struct{}
-
-func (silent) Info(string, ...any)  {}
-func (silent) Error(string, ...any) {}
-func (silent) Debug(string, ...any) {}
-func (silent) Warn(string, ...any)  {}
 
 // settings are the driver's settings by section, with their defaults.
 var settings = map[string]map[string]string{
@@ -211,6 +209,27 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 		if err := env.DeclareStream(name, opts); err != nil {
 			return fmt.Errorf("create stream %q: %w", name, err)
 		}
+		if err := d.checkReplicas(env, name, spec.ReplicationFactor); err != nil {
+			_ = d.DeleteTopic(ctx, spec.Name)
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReplicas compares the copies RabbitMQ made of a new stream with
+// the replication factor asked for: the stream protocol cannot choose
+// them (RabbitMQ puts one on every node), so a run that would record a
+// factor it did not get fails instead.
+func (d *Driver) checkReplicas(env *stream.Environment, name string, want int) error {
+	md, err := env.StreamMetaData(name)
+	if err != nil {
+		return fmt.Errorf("stream %q: read its replicas: %w", name, err)
+	}
+	got := 1 + len(md.Replicas)
+	if want > 0 && got != want {
+		return fmt.Errorf("%w: stream %q has %d copies (RabbitMQ puts one on every node, and the stream protocol cannot ask for fewer), but the replication factor is %d: set replicationFactor to %d",
+			workload.ErrInvalid, name, got, want, got)
 	}
 	return nil
 }
