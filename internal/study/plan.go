@@ -75,6 +75,9 @@ func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 				continue
 			}
 			sweep := append(slices.Clone(s.Sweep), setup.Sweep...)
+			if scale == Quick {
+				sweep = narrowed(sweep, s.Quick.Set)
+			}
 			for _, combo := range combinations(sweep) {
 				for it := 1; it <= iterations; it++ {
 					r, err := plan(s, base, setup, combo, it, scale, target)
@@ -88,6 +91,22 @@ func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 		}
 	}
 	return runs, nil
+}
+
+// narrowed returns sweep with the values of every parameter that set
+// fixes replaced by set's, so that a swept parameter fixed at a scale
+// gives one run per value set names, labelled with that value (not one
+// run per swept value, each with set's value under the swept label).
+func narrowed(sweep, set []workload.SweepParam) []workload.SweepParam {
+	out := slices.Clone(sweep)
+	for i, p := range out {
+		for _, q := range set {
+			if q.Name == p.Name {
+				out[i].Values = q.Values
+			}
+		}
+	}
+	return out
 }
 
 func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, combo []assignment, it int, scale Scale, target Target) (Run, error) {

@@ -112,6 +112,32 @@ func TestPlanExpandsEverything(t *testing.T) {
 	}
 }
 
+// TestQuickSetNarrowsASweep: a parameter that the quick scale fixes and
+// the study sweeps gives one run per fixed value, whose label is the
+// value it runs with.
+func TestQuickSetNarrowsASweep(t *testing.T) {
+	s, err := workload.ParseStudy("s.yaml", []byte("name: s\nworkload: {name: a, messageSize: 100}\nsweep: {messageSize: [100, 1024], producersPerTopic: [1, 2]}\nquick: {set: {messageSize: [512]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Plan(s, Quick, Target{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d runs; want 2 (messageSize fixed, 2 producer counts)", len(runs))
+	}
+	for _, r := range runs {
+		if r.Workload.MessageSize != 512 || !strings.Contains(r.Key, "messageSize=512") {
+			t.Errorf("%s runs %d-byte messages; want 512 under its own label", r.Key, r.Workload.MessageSize)
+		}
+	}
+	full, _ := Plan(s, Full, Target{Brokers: 1})
+	if len(full) != 4 {
+		t.Errorf("full scale: %d runs; want the whole sweep, 4", len(full))
+	}
+}
+
 // TestPlanOnExternalCluster: on a cluster with enough brokers, multi-broker
 // setups run instead of being skipped.
 func TestPlanOnExternalCluster(t *testing.T) {
