@@ -15,8 +15,8 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/driver/redis"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"
-	"github.com/brokerbench/brokerbench/internal/workload"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 var lazyBroker = testbroker.NewLazy(39292)
