@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
@@ -76,18 +77,10 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// measurement is one run of one tool.
-type measurement struct {
-	Tool    string  `json:"tool"`
-	Role    string  `json:"role"` // producer or consumer
-	Size    int     `json:"size"`
-	Records int64   `json:"records"`
-	Rep     int     `json:"rep"`
-	Rate    float64 `json:"rate"`       // msgs/s by the tool's own clock
-	Wall    float64 `json:"wall"`       // seconds, process start to exit
-	CPU     float64 `json:"cpu"`        // user+system seconds of the process
-	Startup float64 `json:"startupCpu"` // CPU seconds of a 1-record run
-}
+type (
+	measurement = toolcompare.Measurement
+	tool        = toolcompare.Tool
+)
 
 type env struct {
 	bin, addr, lib, dir string
@@ -143,15 +136,6 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// tool is one client under test: it runs for a topic and record count and
-// returns its own rate.
-type tool struct {
-	name string
-	cmd  func(topic string, records int64) []string
-	// rate extracts msgs/s by the tool's own clock from its output.
-	rate func(out string) (float64, error)
-}
-
 func (e *env) producers(size int) []tool {
 	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
 	bb := func(extra ...string) func(string, int64) []string {
@@ -162,33 +146,33 @@ func (e *env) producers(size int) []tool {
 		}
 	}
 	return []tool{
-		{"kafka ProducerPerformance", func(topic string, n int64) []string {
+		{Name: "kafka ProducerPerformance", Cmd: func(topic string, n int64) []string {
 			return e.java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", strconv.FormatInt(n, 10),
 				"--record-size", strconv.Itoa(size), "--throughput", "-1", "--producer-props", "bootstrap.servers="+e.addr, "acks=1")
-		}, producerPerformanceRate},
-		{"brokerbench", bb(), e.brokerbenchRate("publish")},
-		{"brokerbench, recording off", bb("--no-latency-recording"), e.brokerbenchRate("publish")},
-		{"bare franz-go", func(topic string, n int64) []string {
+		}, Rate: producerPerformanceRate},
+		{Name: "brokerbench", Cmd: bb(), Rate: e.brokerbenchRate("publish")},
+		{Name: "brokerbench, recording off", Cmd: bb("--no-latency-recording"), Rate: e.brokerbenchRate("publish")},
+		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
-		}, bareRate},
+		}, Rate: toolcompare.KeyRate},
 	}
 }
 
 func (e *env) consumers(size int) []tool {
 	bbWorkload := e.workload("consumer", size, "producersPerTopic: 0\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n")
 	return []tool{
-		{"kafka ConsumerPerformance", func(topic string, n int64) []string {
+		{Name: "kafka ConsumerPerformance", Cmd: func(topic string, n int64) []string {
 			return e.java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", e.addr, "--topic", topic,
 				"--messages", strconv.FormatInt(n, 10), "--group", fmt.Sprintf("cp-%d", time.Now().UnixNano()), "--timeout", "60000")
-		}, consumerPerformanceRate},
-		{"brokerbench", func(topic string, n int64) []string {
+		}, Rate: consumerPerformanceRate},
+		{Name: "brokerbench", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "brokerbench"), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
 				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, e.brokerbenchRate("consume")},
-		{"bare franz-go", func(topic string, n int64) []string {
+		}, Rate: e.brokerbenchRate("consume")},
+		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "consume", "-broker", e.addr, "-topic", topic, "-records", strconv.FormatInt(n, 10)}
-		}, bareRate},
+		}, Rate: toolcompare.KeyRate},
 	}
 }
 
@@ -217,7 +201,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 		if err != nil {
 			return ms, err
 		}
-		startup["producer/"+t.name] = m.CPU
+		startup["producer/"+t.Name] = m.CPU
 	}
 	for rep := range o.reps {
 		for i := range prod {
@@ -226,7 +210,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 			if err != nil {
 				return ms, err
 			}
-			m.Startup = startup["producer/"+t.name]
+			m.Startup = startup["producer/"+t.Name]
 			ms = append(ms, m)
 		}
 	}
@@ -242,7 +226,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 		if err != nil {
 			return ms, err
 		}
-		startup["consumer/"+t.name] = m.CPU
+		startup["consumer/"+t.Name] = m.CPU
 	}
 	for rep := range o.reps {
 		for i := range cons {
@@ -251,7 +235,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 			if err != nil {
 				return ms, err
 			}
-			m.Startup = startup["consumer/"+t.name]
+			m.Startup = startup["consumer/"+t.Name]
 			ms = append(ms, m)
 		}
 	}
@@ -271,30 +255,7 @@ func (e *env) measure(ctx context.Context, t tool, role string, size int, record
 			defer func() { _, _ = e.admin.DeleteTopics(context.Background(), topic) }()
 		}
 	}
-	argv := t.cmd(topic, records)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start).Seconds()
-	if err != nil {
-		return measurement{}, fmt.Errorf("%s %s: %w\n%s", t.name, role, err, tail(out.String()))
-	}
-	m := measurement{Tool: t.name, Role: role, Size: size, Records: records, Rep: rep, Wall: wall,
-		CPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
-	if records > 1 {
-		if m.Rate, err = t.rate(out.String()); err != nil {
-			return m, fmt.Errorf("%s %s: %w\n%s", t.name, role, err, tail(out.String()))
-		}
-		fmt.Printf("  %-8s %-28s rep %d: %10.0f msg/s, wall %6.2f s, cpu %6.2f s\n", role, t.name, rep, m.Rate, m.Wall, m.CPU)
-	}
-	return m, nil
-}
-
-func tail(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+	return toolcompare.Run(ctx, t, role, size, records, rep, topic)
 }
 
 // producerPerformanceRate reads the summary line "N records sent, R
@@ -330,15 +291,6 @@ func consumerPerformanceRate(out string) (float64, error) {
 	return 0, errors.New("no result line in ConsumerPerformance output")
 }
 
-func bareRate(out string) (float64, error) {
-	for _, f := range strings.Fields(out) {
-		if v, ok := strings.CutPrefix(f, "rate="); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, errors.New("no rate= in barekafka output")
-}
-
 // brokerbenchRate reads the measured publish or consume rate from the
 // results file the run wrote.
 func (e *env) brokerbenchRate(which string) func(string) (float64, error) {
@@ -354,78 +306,11 @@ func (e *env) brokerbenchRate(which string) func(string) (float64, error) {
 	}
 }
 
-type spread struct{ min, med, max float64 }
-
-func spreadOf(v []float64) spread {
-	if len(v) == 0 {
-		return spread{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return spread{s[0], med, s[len(s)-1]}
-}
-
-func (s spread) String() string { return fmt.Sprintf("%10.0f %10.0f %10.0f", s.min, s.med, s.max) }
-
-func (s spread) ratio() string { return fmt.Sprintf("%.2f (%.2f-%.2f)", s.med, s.min, s.max) }
-
 func report(ms []measurement, prod, cons []tool) {
-	for _, side := range []struct {
-		role  string
-		tools []tool
-	}{{"producer", prod}, {"consumer", cons}} {
-		by := map[string][]measurement{}
-		for _, m := range ms {
-			if m.Role == side.role {
-				by[m.Tool] = append(by[m.Tool], m)
-			}
-		}
-		fmt.Printf("\n%s: min / median / max over repetitions\n", side.role)
-		fmt.Printf("  %-28s %32s %32s %32s %32s\n", "tool", "msgs/s (tool's clock)", "msgs/s (wall, with start-up)", "msgs/CPU-s (with start-up)", "msgs/CPU-s (start-up excluded)")
-		metric := func(m measurement, which int) float64 {
-			switch which {
-			case 0:
-				return m.Rate
-			case 1:
-				return float64(m.Records) / m.Wall
-			case 2:
-				return float64(m.Records) / m.CPU
-			default:
-				return float64(m.Records) / max(m.CPU-m.Startup, 1e-3)
-			}
-		}
-		for _, t := range side.tools {
-			fmt.Printf("  %-28s", t.name)
-			for which := range 4 {
-				var v []float64
-				for _, m := range by[t.name] {
-					v = append(v, metric(m, which))
-				}
-				fmt.Printf(" %s", spreadOf(v))
-			}
-			fmt.Println()
-		}
-		// Ratios pair the repetitions: brokerbench's rep i against the
-		// peer's rep i.
-		ratio := func(a, b string, which int) spread {
-			var v []float64
-			for i := range min(len(by[a]), len(by[b])) {
-				v = append(v, metric(by[a][i], which)/metric(by[b][i], which))
-			}
-			return spreadOf(v)
-		}
-		fmt.Println("  ratios, median (min-max):")
-		peers := []string{side.tools[0].name, "bare franz-go"}
-		for _, peer := range peers {
-			fmt.Printf("    brokerbench / %-26s msgs/s %s, msgs/CPU-s %s, msgs/CPU-s start-up excluded %s\n",
-				peer, ratio("brokerbench", peer, 0).ratio(), ratio("brokerbench", peer, 2).ratio(), ratio("brokerbench", peer, 3).ratio())
-		}
-		if side.role == "producer" {
-			fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0).ratio())
-		}
-	}
+	toolcompare.Report(ms,
+		toolcompare.Side{Role: "producer", Tools: prod, Peers: []string{prod[0].Name, "bare franz-go"},
+			Extra: func(ratio func(a, b string, which int) string) {
+				fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0))
+			}},
+		toolcompare.Side{Role: "consumer", Tools: cons, Peers: []string{cons[0].Name, "bare franz-go"}})
 }

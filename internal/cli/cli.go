@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -50,6 +51,9 @@ func withCode(code int, err error) error {
 
 // Execute runs the command line args and returns the process exit code.
 func Execute(ctx context.Context, args []string, io IO) int {
+	// Secrets from the configs never reach the terminal: not in
+	// progress, summaries, or errors.
+	io.Out, io.Err = secret.Writer(io.Out), secret.Writer(io.Err)
 	root := newRoot(io)
 	root.SetArgs(args)
 	root.SetOut(io.Out)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
 //go:embed report.html.tmpl
@@ -216,7 +217,7 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	writeFile := func(name string, data []byte) error {
 		p := filepath.Join(filesDir, name)
 		out.Files = append(out.Files, p)
-		return os.WriteFile(p, data, 0o644)
+		return os.WriteFile(p, secret.RedactBytes(data), 0o644)
 	}
 	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
 		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
@@ -278,7 +279,7 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	if err := tmpl.Execute(&buf, pg); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(htmlPath, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(htmlPath, secret.RedactBytes(buf.Bytes()), 0o644); err != nil {
 		return nil, err
 	}
 	return out, nil

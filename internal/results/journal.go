@@ -14,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
 // JournalSchema names the journal format.
@@ -88,7 +89,7 @@ func (j *Journal) write(l journalLine) {
 	if err == nil {
 		// One write per line: a line is whole in the file or absent, but
 		// for a crash in the middle of the write, which ReadJournal skips.
-		_, err = j.f.Write(append(data, '\n'))
+		_, err = j.f.Write(append(secret.RedactBytes(data), '\n'))
 	}
 	if err != nil {
 		j.err = fmt.Errorf("journal %s: %w", j.path, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -444,7 +445,8 @@ func Write(path string, v any) error {
 		return fmt.Errorf("encode results: %w", err)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	// Secrets never reach a file, whatever field carried them.
+	if err := os.WriteFile(tmp, append(secret.RedactBytes(data), '\n'), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return os.Rename(tmp, path)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
 // Property is one broker client or topic setting, in the broker's own naming
@@ -142,6 +144,7 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) {
 				if s, ok := scalarOrList(d, key, v); ok {
 					c.Common = append(c.Common, Property{Key: key, Value: s, File: d.file, Line: v.Line})
+					d.secrets(key, &c.Common[len(c.Common)-1])
 				}
 			}
 		}
@@ -182,6 +185,7 @@ func (d *decoder) properties(field string, v *yaml.Node) Properties {
 		for i := range props {
 			props[i].File = d.file
 			props[i].Line += first - 1
+			d.secrets(field, &props[i])
 		}
 		if err != nil {
 			d.fail(v, field, "%v", err)
@@ -196,6 +200,7 @@ func (d *decoder) properties(field string, v *yaml.Node) Properties {
 				continue
 			}
 			props = append(props, Property{Key: k.Value, Value: val.Value, File: d.file, Line: k.Line})
+			d.secrets(field, &props[len(props)-1])
 		}
 		return props
 	default:
@@ -235,6 +240,21 @@ func ParseProperties(text string) (Properties, error) {
 	return props, nil
 }
 
+// secrets expands the references to secrets in p's value (${env:NAME},
+// ${file:PATH}), and has every secret value, expanded or given as it is
+// under a secret-looking key, kept out of brokerbench's outputs.
+func (d *decoder) secrets(field string, p *Property) {
+	v, _, err := secret.Expand(p.Value)
+	if err != nil {
+		d.errs = append(d.errs, &FieldError{File: d.file, Line: p.Line, Field: field + " " + p.Key, Msg: err.Error()})
+		return
+	}
+	p.Value = v
+	if isSecret(p.Key) {
+		secret.Keep(v)
+	}
+}
+
 // Redacted returns a copy of c whose secret-looking values are replaced by
 // "[redacted]", for results files.
 func (c *DriverConfig) Redacted() *DriverConfig {
@@ -260,6 +280,9 @@ func IsSecret(key string) bool { return isSecret(key) }
 
 func isSecret(key string) bool {
 	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "pass") || strings.HasSuffix(k, "pw") { // OMB's redisPass
+		return true
+	}
 	for _, s := range []string{"password", "secret", "jaas", "token", "credential", "sasl.username", "keystore.key", "key.pem", "private", ".key"} {
 		if strings.Contains(k, s) {
 			return true

@@ -32,6 +32,12 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	d.consumers[spec.Topic+"\x00"+spec.Subscription]++
 	d.mu.Unlock()
 	c := &consumer{d: d, consume: consume, laneBase: int32(index * r.partitions), stop: make(chan struct{}), args: amqp.Table{}}
+	if d.cfg.queueType == "stream" && index > 0 {
+		// A stream queue gives every consumer every message: the
+		// subscription's first consumer in this driver reads, the others
+		// stand by.
+		return c, nil
+	}
 	for p := range r.partitions {
 		c.queues = append(c.queues, partitionQueue(spec.Subscription, p))
 	}
@@ -195,6 +201,8 @@ func (c *consumer) Close() {
 		// The queue loops see stop and return; closing the connection
 		// afterwards ends their deliveries.
 		c.wg.Wait()
-		_ = conn.Close()
+		if conn != nil {
+			_ = conn.Close()
+		}
 	})
 }

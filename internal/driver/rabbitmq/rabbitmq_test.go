@@ -33,11 +33,11 @@ func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 }
 
 // TestConformance: the AMQP driver passes the driver contract's
-// conformance suite against a real RabbitMQ, with classic and with
-// quorum queues.
+// conformance suite against a real RabbitMQ, with classic and quorum
+// queues, and with stream queues.
 func TestConformance(t *testing.T) {
 	reg, _ := driver.Lookup("rabbitmq")
-	for _, qt := range []string{"CLASSIC", "QUORUM"} {
+	for _, qt := range []string{"CLASSIC", "QUORUM", "STREAM"} {
 		t.Run(qt, func(t *testing.T) {
 			drivertest.Run(t, drivertest.Target{
 				Connect: func(t *testing.T) driver.Driver { return newDriver(t, driverConfig(qt)) },

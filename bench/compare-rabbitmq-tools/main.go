@@ -1,0 +1,248 @@
+// Command compare-rabbitmq-tools measures brokerbench's RabbitMQ load
+// generator side by side with RabbitMQ's PerfTest and with a bare
+// amqp091-go loop (bench/bareamqp, the client library's ceiling), against
+// one local RabbitMQ node it starts itself.
+//
+// Every tool runs one publisher and one consumer in one process on a
+// fresh quorum queue: persistent messages, publisher confirms with at most
+// 1000 outstanding, prefetch 1000, acknowledgements 50 at a time, a fixed
+// record count, flat out. The order of the tools rotates every repetition.
+// It reports messages per second (by the tool's own clock, and by wall
+// time including start-up), the client process's CPU seconds (getrusage of
+// that child only, the broker excluded), messages per CPU-second with and
+// without start-up, and the ratios brokerbench/PerfTest and
+// brokerbench/bare as min/median/max over the repetitions.
+//
+//	go run ./bench/compare-rabbitmq-tools                 # 300k x 100 B, 3 repetitions
+//	go run ./bench/compare-rabbitmq-tools -records 100000 -reps 2 -sizes 100,1024
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
+	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// perfTestVersion is the PerfTest release fetched from Maven Central.
+const perfTestVersion = "2.22.1"
+
+type options struct {
+	records int64
+	sizes   []int
+	reps    int
+	port    int
+	out     string
+}
+
+func main() {
+	var o options
+	var sizes string
+	flag.Int64Var(&o.records, "records", 300_000, "records per run")
+	flag.StringVar(&sizes, "sizes", "100", "message sizes in bytes, comma-separated")
+	flag.IntVar(&o.reps, "reps", 3, "repetitions of each tool")
+	flag.IntVar(&o.port, "port", 39677, "AMQP port of the node this command starts on 127.0.0.1")
+	flag.StringVar(&o.out, "out", "bench/results/compare-rabbitmq-tools.json", "where to write every measurement as JSON")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 22 {
+			fatal(fmt.Errorf("-sizes: %q is not a size of at least 22 bytes", s))
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "compare-rabbitmq-tools:", err)
+	os.Exit(1)
+}
+
+type env struct {
+	dir, uri, addr, perfTestLib string
+}
+
+func run(ctx context.Context, o options) error {
+	dir, err := os.MkdirTemp("", "compare-rabbitmq-tools-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building brokerbench and bareamqp")
+	for _, b := range [][2]string{{"brokerbench", "./cmd/brokerbench"}, {"bareamqp", "./bench/bareamqp"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
+		}
+	}
+	lib, err := fetchPerfTest(ctx, filepath.Join(local.DefaultCacheDir(), "perf-test-"+perfTestVersion))
+	if err != nil {
+		return err
+	}
+	r := local.NewRabbitMQ(o.port, 1)
+	r.StateDir = filepath.Join(dir, "rabbitmq")
+	r.Log = os.Stdout
+	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	st, err := r.Up(upCtx)
+	cancel()
+	if err != nil {
+		_ = r.Down()
+		return err
+	}
+	defer func() { _ = r.Down() }()
+	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/", perfTestLib: lib}
+
+	var all []toolcompare.Measurement
+	for _, size := range o.sizes {
+		ms, err := e.compare(ctx, o, size)
+		all = append(all, ms...)
+		if err != nil {
+			return err
+		}
+	}
+	if err := results.Write(o.out, all); err != nil {
+		return err
+	}
+	fmt.Printf("\nall measurements: %s\n", o.out)
+	return nil
+}
+
+// fetchPerfTest downloads PerfTest and its dependencies from Maven Central
+// into dir, unless there, and returns the directory of the jars.
+func fetchPerfTest(ctx context.Context, dir string) (string, error) {
+	lib := filepath.Join(dir, "lib")
+	if _, err := os.Stat(filepath.Join(lib, "perf-test-"+perfTestVersion+".jar")); err == nil {
+		return lib, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	pom := `<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>dev.brokerbench</groupId><artifactId>perf-test-dist</artifactId><version>1</version><packaging>pom</packaging>
+<dependencies><dependency><groupId>com.rabbitmq</groupId><artifactId>perf-test</artifactId><version>` + perfTestVersion + `</version></dependency></dependencies>
+</project>
+`
+	if err := os.WriteFile(filepath.Join(dir, "pom.xml"), []byte(pom), 0o644); err != nil {
+		return "", err
+	}
+	fmt.Printf("fetching RabbitMQ PerfTest %s from Maven Central into %s\n", perfTestVersion, dir)
+	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "dependency:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fetch PerfTest with Maven (Debian: apt-get install maven): %w\n%s", err, toolcompare.Tail(string(out)))
+	}
+	return lib, nil
+}
+
+const role = "publish+consume"
+
+func (e *env) tools(size int) []toolcompare.Tool {
+	wl := e.workload(size)
+	return []toolcompare.Tool{
+		{Name: "rabbitmq PerfTest", Cmd: func(queue string, n int64) []string {
+			return []string{"java", "-Xmx1g", "-cp", filepath.Join(e.perfTestLib, "*"), "com.rabbitmq.perf.PerfTest",
+				"--uri", e.uri, "--producers", "1", "--consumers", "1", "--queue", queue, "--quorum-queue",
+				"--size", strconv.Itoa(size), "--pmessages", strconv.FormatInt(n, 10), "--cmessages", strconv.FormatInt(n, 10),
+				"--confirm", "1000", "--qos", "1000", "--multi-ack-every", "50", "--flag", "persistent"}
+		}, Rate: perfTestRate},
+		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
+			return []string{filepath.Join(e.dir, "brokerbench"), "run", wl, "--broker", e.addr,
+				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
+		}, Rate: e.brokerbenchRate},
+		{Name: "bare amqp091-go", Cmd: func(queue string, n int64) []string {
+			return []string{filepath.Join(e.dir, "bareamqp"), "-uri", e.uri, "-queue", queue,
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
+		}, Rate: toolcompare.KeyRate},
+	}
+}
+
+// workload writes brokerbench's side: one quorum queue, one producer and
+// one consumer, with the same confirm window, prefetch and acks as the
+// others.
+func (e *env) workload(size int) string {
+	path := filepath.Join(e.dir, fmt.Sprintf("rabbitmq-%d.yaml", size))
+	text := fmt.Sprintf(`name: compare-rabbitmq-%d
+topics: 1
+partitionsPerTopic: 1
+messageSize: %d
+producersPerTopic: 1
+subscriptionsPerTopic: 1
+consumersPerSubscription: 1
+rate: 0
+warmup: 0s
+duration: 10m
+driver:
+  driver: rabbitmq
+  commonConfig: {queueType: QUORUM, messagePersistence: "true"}
+  producerConfig: {maxOutstandingConfirms: "1000"}
+  consumerConfig: {prefetch: "1000", multipleAckEvery: "50"}
+`, size, size)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fatal(err)
+	}
+	return path
+}
+
+func (e *env) compare(ctx context.Context, o options, size int) ([]toolcompare.Measurement, error) {
+	var ms []toolcompare.Measurement
+	tools := e.tools(size)
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.records, o.reps)
+	startup := map[string]float64{}
+	for _, t := range tools {
+		m, err := toolcompare.Run(ctx, t, role, size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
+		if err != nil {
+			return ms, err
+		}
+		startup[t.Name] = m.CPU
+	}
+	for rep := range o.reps {
+		for i := range tools {
+			t := tools[(i+rep)%len(tools)]
+			m, err := toolcompare.Run(ctx, t, role, size, o.records, rep, fmt.Sprintf("q-%d-%d-%d", size, rep, i))
+			if err != nil {
+				return ms, err
+			}
+			m.Startup = startup[t.Name]
+			ms = append(ms, m)
+		}
+	}
+	toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"rabbitmq PerfTest", "bare amqp091-go"}})
+	return ms, nil
+}
+
+// perfTestRate reads PerfTest's summary "sending rate avg: R msg/s".
+func perfTestRate(out string) (float64, error) {
+	for _, line := range strings.Split(out, "\n") {
+		if _, after, ok := strings.Cut(line, "sending rate avg: "); ok {
+			return strconv.ParseFloat(strings.Fields(after)[0], 64)
+		}
+	}
+	return 0, errors.New("no 'sending rate avg' in PerfTest's output")
+}
+
+// brokerbenchRate reads the measured publish rate from the results file.
+func (e *env) brokerbenchRate(string) (float64, error) {
+	r, err := results.Read(filepath.Join(e.dir, "bb.json"))
+	if err != nil {
+		return 0, err
+	}
+	return r.Measured.PublishRate, nil
+}

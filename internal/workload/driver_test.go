@@ -1,0 +1,31 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDriverSecrets: references to secrets expand in every kind of
+// setting (a properties block, a mapping, OMB's top-level settings), and
+// an unset variable is an error at the setting's file and line.
+func TestDriverSecrets(t *testing.T) {
+	t.Setenv("BB_DRIVER_TEST_PW", "hunter2-long")
+	dc, err := ParseDriver("d.yaml", []byte("name: RabbitMQ\ndriverClass: io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver\n"+
+		"amqpUris:\n  - amqp://u:${env:BB_DRIVER_TEST_PW}@h:5672\nproducerConfig: |\n  a=${env:BB_DRIVER_TEST_PW}\nconsumerConfig: {b: \"x${env:BB_DRIVER_TEST_PW}\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		props Properties
+		key   string
+		want  string
+	}{{dc.Common, "amqpUris", "amqp://u:hunter2-long@h:5672"}, {dc.Producer, "a", "hunter2-long"}, {dc.Consumer, "b", "xhunter2-long"}} {
+		if v, _ := c.props.Get(c.key); v != c.want {
+			t.Errorf("%s = %q, want %q", c.key, v, c.want)
+		}
+	}
+	_, err = ParseDriver("e.yaml", []byte("driver: kafka\ncommonConfig:\n  client.id: ${env:BB_DRIVER_TEST_UNSET}\n"))
+	if err == nil || !strings.Contains(err.Error(), "e.yaml:3") || !strings.Contains(err.Error(), "BB_DRIVER_TEST_UNSET") {
+		t.Errorf("an unset variable: %v", err)
+	}
+}
