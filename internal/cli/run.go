@@ -14,11 +14,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
+
+// observing returns a progress function that hands each interval to live
+// and then to next, if any.
+func observing(live *livemetrics.Server, next func(results.Interval)) func(results.Interval) {
+	return func(iv results.Interval) {
+		live.Observe(iv)
+		if next != nil {
+			next(iv)
+		}
+	}
+}
 
 type runFlags struct {
 	driverFile   string
@@ -40,6 +52,7 @@ type runFlags struct {
 	repeats      int
 	topics       string
 	pprofDir     string
+	metricsAddr  string
 	perNodeHour  float64
 	nodes        int
 	noRecording  bool
@@ -115,6 +128,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.Float64Var(&f.perNodeHour, "price-per-node-hour", 0, "cost of one broker node per hour: the summary and results then give the cost per billion messages")
 	fl.IntVar(&f.nodes, "nodes", 1, "number of broker nodes --price-per-node-hour applies to")
 	fl.StringVar(&f.pprofDir, "pprof", "", "write CPU and heap profiles of the load generator (cpu.pprof, heap.pprof) to this directory")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live figures for Prometheus on http://ADDR/metrics while the run lasts (e.g. 127.0.0.1:9464)")
 	fl.BoolVar(&f.noRecording, "no-latency-recording", false, "record no latencies (measures what recording costs; for bench/ only)")
 	_ = fl.MarkHidden("no-latency-recording")
 	fl.BoolVar(&f.progress, "progress", true, "print a progress line per interval (as 'study --progress')")
@@ -233,6 +247,17 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	}
 	if f.progress && !f.quiet {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
+	}
+	if f.metricsAddr != "" {
+		live, err := livemetrics.Start(f.metricsAddr)
+		if err != nil {
+			return withCode(ExitInvalidInput, err)
+		}
+		defer live.Close()
+		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
+		live.Begin(w.Name, dc.Name)
+		defer live.End()
+		cfg.Progress = observing(live, cfg.Progress)
 	}
 	if f.pprofDir != "" {
 		stopProfile, err := startProfiles(f.pprofDir)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
@@ -25,13 +26,14 @@ import (
 )
 
 type studyFlags struct {
-	list     bool
-	scale    string
-	out      string
-	broker   string
-	progress bool
-	quiet    bool
-	local    localFlags
+	list        bool
+	scale       string
+	out         string
+	broker      string
+	progress    bool
+	quiet       bool
+	metricsAddr string
+	local       localFlags
 }
 
 func newStudyCmd(io IO) *cobra.Command {
@@ -74,6 +76,7 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
 	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval of every run (as 'run' does by default)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live figures of the run in progress for Prometheus on http://ADDR/metrics while the study lasts")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines and no line per run: only the study's outcome (as 'run --quiet')")
 	f.local.registerTarget(cmd)
 	return cmd
@@ -134,6 +137,14 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var live *livemetrics.Server
+	if f.metricsAddr != "" {
+		if live, err = livemetrics.Start(f.metricsAddr); err != nil {
+			return "", withCode(ExitInvalidInput, err)
+		}
+		defer live.Close()
+		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
+	}
 	cleaned := map[string]bool{} // targets whose leftovers were cleaned
 	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
 		tgt.wantCluster(r.Setup.Brokers, r.Setup.Network, r.Workload)
@@ -172,6 +183,11 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec, Faults: schedule}
 		if f.progress && !f.quiet {
 			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
+		}
+		if live != nil {
+			live.Begin(r.Key, r.Driver.Name)
+			defer live.End()
+			cfg.Progress = observing(live, cfg.Progress)
 		}
 		res, err := runner.Run(ctx, cfg)
 		if res != nil {
