@@ -21,16 +21,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,40 +37,13 @@ import (
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
-type options struct {
-	records int64
-	sizes   []int
-	reps    int
-	port    int
-	out     string
-}
-
-func main() {
-	var o options
-	var sizes string
-	flag.Int64Var(&o.records, "records", 8_000_000, "records per run at 100 B; larger sizes send proportionally fewer (same bytes)")
-	flag.StringVar(&sizes, "sizes", "100,1024", "message sizes in bytes, comma-separated")
-	flag.IntVar(&o.reps, "reps", 3, "repetitions of each tool")
-	flag.IntVar(&o.port, "port", 39592, "port of the broker this command starts on 127.0.0.1")
-	flag.StringVar(&o.out, "out", "bench/results/compare-kafka-tools.json", "where to write every measurement as JSON")
-	flag.Parse()
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 22 {
-			fatal(fmt.Errorf("-sizes: %q is not a size of at least 22 bytes", s))
-		}
-		o.sizes = append(o.sizes, n)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fatal(err)
-	}
-}
-
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "compare-kafka-tools:", err)
 	os.Exit(1)
+}
+
+func main() {
+	toolcompare.Main("compare-kafka-tools", toolcompare.Options{Records: 8_000_000, Sizes: []int{100, 1024}, Reps: 3, Port: 39592, Out: "bench/results/compare-kafka-tools.json"}, run)
 }
 
 type (
@@ -87,21 +56,17 @@ type env struct {
 	admin               *kadm.Client
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o toolcompare.Options) error {
 	dir, err := os.MkdirTemp("", "compare-kafka-tools-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	fmt.Println("building brokerbench and barekafka")
-	for _, b := range [][2]string{{"brokerbench", "./cmd/brokerbench"}, {"barekafka", "./bench/barekafka"}} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
-		}
+	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barekafka", "./bench/barekafka"}); err != nil {
+		return err
 	}
-	k := local.NewKafka(o.port, 1)
+	k := local.NewKafka(o.Port, 1)
 	k.StateDir = filepath.Join(dir, "kafka")
 	k.HeapMB = 1024
 	k.Log = os.Stdout
@@ -121,18 +86,18 @@ func run(ctx context.Context, o options) error {
 	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, admin: kadm.NewClient(cl)}
 
 	var all []measurement
-	for _, size := range o.sizes {
-		records := max(1000, o.records*100/int64(size))
+	for _, size := range o.Sizes {
+		records := max(1000, o.Records*100/int64(size))
 		ms, err := e.compare(ctx, o, size, records)
 		all = append(all, ms...)
 		if err != nil {
 			return err
 		}
 	}
-	if err := results.Write(o.out, all); err != nil {
+	if err := results.Write(o.Out, all); err != nil {
 		return err
 	}
-	fmt.Printf("\nall measurements: %s\n", o.out)
+	fmt.Printf("\nall measurements: %s\n", o.Out)
 	return nil
 }
 
@@ -191,10 +156,10 @@ func (e *env) java(class string, args ...string) []string {
 	return append([]string{"java", "-Xmx1g", "-cp", filepath.Join(e.lib, "*"), class}, args...)
 }
 
-func (e *env) compare(ctx context.Context, o options, size int, records int64) ([]measurement, error) {
+func (e *env) compare(ctx context.Context, o toolcompare.Options, size int, records int64) ([]measurement, error) {
 	var ms []measurement
 	prod := e.producers(size)
-	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, records, o.reps)
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, records, o.Reps)
 	startup := map[string]float64{}
 	for _, t := range prod {
 		m, err := e.measure(ctx, t, "producer", size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
@@ -203,7 +168,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 		}
 		startup["producer/"+t.Name] = m.CPU
 	}
-	for rep := range o.reps {
+	for rep := range o.Reps {
 		for i := range prod {
 			t := prod[(i+rep)%len(prod)]
 			m, err := e.measure(ctx, t, "producer", size, records, rep, fmt.Sprintf("prod-%d-%d-%d", size, rep, i))
@@ -228,7 +193,7 @@ func (e *env) compare(ctx context.Context, o options, size int, records int64) (
 		}
 		startup["consumer/"+t.Name] = m.CPU
 	}
-	for rep := range o.reps {
+	for rep := range o.Reps {
 		for i := range cons {
 			t := cons[(i+rep)%len(cons)]
 			m, err := e.measure(ctx, t, "consumer", size, records, rep, filled)

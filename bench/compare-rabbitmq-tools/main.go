@@ -20,15 +20,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
@@ -39,65 +36,34 @@ import (
 // perfTestVersion is the PerfTest release fetched from Maven Central.
 const perfTestVersion = "2.22.1"
 
-type options struct {
-	records int64
-	sizes   []int
-	reps    int
-	port    int
-	out     string
-}
-
-func main() {
-	var o options
-	var sizes string
-	flag.Int64Var(&o.records, "records", 300_000, "records per run")
-	flag.StringVar(&sizes, "sizes", "100", "message sizes in bytes, comma-separated")
-	flag.IntVar(&o.reps, "reps", 3, "repetitions of each tool")
-	flag.IntVar(&o.port, "port", 39677, "AMQP port of the node this command starts on 127.0.0.1")
-	flag.StringVar(&o.out, "out", "bench/results/compare-rabbitmq-tools.json", "where to write every measurement as JSON")
-	flag.Parse()
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 22 {
-			fatal(fmt.Errorf("-sizes: %q is not a size of at least 22 bytes", s))
-		}
-		o.sizes = append(o.sizes, n)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fatal(err)
-	}
-}
-
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "compare-rabbitmq-tools:", err)
 	os.Exit(1)
+}
+
+func main() {
+	toolcompare.Main("compare-rabbitmq-tools", toolcompare.Options{Records: 300_000, Sizes: []int{100}, Reps: 3, Port: 39677, Out: "bench/results/compare-rabbitmq-tools.json"}, run)
 }
 
 type env struct {
 	dir, uri, addr, perfTestLib string
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o toolcompare.Options) error {
 	dir, err := os.MkdirTemp("", "compare-rabbitmq-tools-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	fmt.Println("building brokerbench and bareamqp")
-	for _, b := range [][2]string{{"brokerbench", "./cmd/brokerbench"}, {"bareamqp", "./bench/bareamqp"}} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
-		}
+	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareamqp", "./bench/bareamqp"}); err != nil {
+		return err
 	}
 	lib, err := fetchPerfTest(ctx, filepath.Join(local.DefaultCacheDir(), "perf-test-"+perfTestVersion))
 	if err != nil {
 		return err
 	}
-	r := local.NewRabbitMQ(o.port, 1)
+	r := local.NewRabbitMQ(o.Port, 1)
 	r.StateDir = filepath.Join(dir, "rabbitmq")
 	r.Log = os.Stdout
 	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -108,20 +74,20 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = r.Down() }()
-	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/", perfTestLib: lib}
+	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/%2f", perfTestLib: lib}
 
 	var all []toolcompare.Measurement
-	for _, size := range o.sizes {
+	for _, size := range o.Sizes {
 		ms, err := e.compare(ctx, o, size)
 		all = append(all, ms...)
 		if err != nil {
 			return err
 		}
 	}
-	if err := results.Write(o.out, all); err != nil {
+	if err := results.Write(o.Out, all); err != nil {
 		return err
 	}
-	fmt.Printf("\nall measurements: %s\n", o.out)
+	fmt.Printf("\nall measurements: %s\n", o.Out)
 	return nil
 }
 
@@ -201,31 +167,15 @@ driver:
 	return path
 }
 
-func (e *env) compare(ctx context.Context, o options, size int) ([]toolcompare.Measurement, error) {
-	var ms []toolcompare.Measurement
+func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]toolcompare.Measurement, error) {
 	tools := e.tools(size)
-	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.records, o.reps)
-	startup := map[string]float64{}
-	for _, t := range tools {
-		m, err := toolcompare.Run(ctx, t, role, size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
-		if err != nil {
-			return ms, err
-		}
-		startup[t.Name] = m.CPU
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.Records, o.Reps)
+	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
+		func(rep, i int) string { return fmt.Sprintf("q-%d-%d-%d", size, rep, i) })
+	if err == nil {
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"rabbitmq PerfTest", "bare amqp091-go"}})
 	}
-	for rep := range o.reps {
-		for i := range tools {
-			t := tools[(i+rep)%len(tools)]
-			m, err := toolcompare.Run(ctx, t, role, size, o.records, rep, fmt.Sprintf("q-%d-%d-%d", size, rep, i))
-			if err != nil {
-				return ms, err
-			}
-			m.Startup = startup[t.Name]
-			ms = append(ms, m)
-		}
-	}
-	toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"rabbitmq PerfTest", "bare amqp091-go"}})
-	return ms, nil
+	return ms, err
 }
 
 // perfTestRate reads PerfTest's summary "sending rate avg: R msg/s".

@@ -19,56 +19,25 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
-type options struct {
-	records int64
-	size    int
-	reps    int
-	port    int
-	out     string
-}
-
 func main() {
-	var o options
-	flag.Int64Var(&o.records, "records", 1_000_000, "entries per run")
-	flag.IntVar(&o.size, "size", 100, "message size in bytes (at least 22)")
-	flag.IntVar(&o.reps, "reps", 3, "repetitions of each tool")
-	flag.IntVar(&o.port, "port", 39380, "port of the server this command starts on 127.0.0.1")
-	flag.StringVar(&o.out, "out", "bench/results/compare-redis-tools.json", "where to write every measurement as JSON")
-	flag.Parse()
-	if o.size < 22 {
-		fatal(fmt.Errorf("-size %d: brokerbench's messages are at least 22 bytes", o.size))
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fatal(err)
-	}
-}
-
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, "compare-redis-tools:", err)
-	os.Exit(1)
+	toolcompare.Main("compare-redis-tools", toolcompare.Options{Records: 1_000_000, Sizes: []int{100}, Reps: 3, Port: 39380, Out: "bench/results/compare-redis-tools.json"}, run)
 }
 
 const role = "producer"
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o toolcompare.Options) error {
 	bench, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		return errors.New("redis-benchmark is not installed (Debian: apt-get install redis-tools)")
@@ -79,14 +48,10 @@ func run(ctx context.Context, o options) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Println("building brokerbench and bareredis")
-	for _, b := range [][2]string{{"brokerbench", "./cmd/brokerbench"}, {"bareredis", "./bench/bareredis"}} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
-		}
+	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
+		return err
 	}
-	r := local.NewRedis(o.port, 1)
+	r := local.NewRedis(o.Port, 1)
 	r.StateDir = filepath.Join(dir, "redis")
 	r.Log = os.Stdout
 	st, err := r.Up(ctx)
@@ -95,19 +60,36 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = r.Down() }()
-	host, port, _ := strings.Cut(st.Address(), ":")
-	wl := filepath.Join(dir, "producer.yaml")
-	if err := os.WriteFile(wl, []byte(fmt.Sprintf("name: compare-redis-%d\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: %d\nproducersPerTopic: 1\nsubscriptionsPerTopic: 0\nrate: 0\nwarmup: 0s\nduration: 10m\n"+
-		"driver:\n  driver: redis\n  producerConfig: {maxPipeline: \"100\"}\n", o.size, o.size)), 0o644); err != nil {
+	var all []toolcompare.Measurement
+	for _, size := range o.Sizes {
+		ms, err := compare(ctx, o, dir, bench, st.Address(), size)
+		all = append(all, ms...)
+		if err != nil {
+			return err
+		}
+	}
+	if err := results.Write(o.Out, all); err != nil {
 		return err
 	}
-	value := strings.Repeat("x", o.size)
+	fmt.Printf("\nall measurements: %s\n", o.Out)
+	return nil
+}
+
+// compare runs every tool at one message size.
+func compare(ctx context.Context, o toolcompare.Options, dir, bench, addr string, size int) ([]toolcompare.Measurement, error) {
+	host, port, _ := strings.Cut(addr, ":")
+	wl := filepath.Join(dir, fmt.Sprintf("producer-%d.yaml", size))
+	if err := os.WriteFile(wl, []byte(fmt.Sprintf("name: compare-redis-%d\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: %d\nproducersPerTopic: 1\nsubscriptionsPerTopic: 0\nrate: 0\nwarmup: 0s\nduration: 10m\n"+
+		"driver:\n  driver: redis\n  producerConfig: {maxPipeline: \"100\"}\n", size, size)), 0o644); err != nil {
+		return nil, err
+	}
+	value := strings.Repeat("x", size)
 	tools := []toolcompare.Tool{
 		{Name: "redis-benchmark", Cmd: func(stream string, n int64) []string {
 			return []string{bench, "-h", host, "-p", port, "-c", "1", "-P", "100", "-n", strconv.FormatInt(n, 10), "--csv", "XADD", stream, "*", "v", value}
 		}, Rate: redisBenchmarkRate},
 		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(dir, "brokerbench"), "run", wl, "--broker", st.Address(),
+			return []string{filepath.Join(dir, "brokerbench"), "run", wl, "--broker", addr,
 				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(dir, "bb.json")}
 		}, Rate: func(string) (float64, error) {
 			res, err := results.Read(filepath.Join(dir, "bb.json"))
@@ -117,37 +99,17 @@ func run(ctx context.Context, o options) error {
 			return res.Measured.PublishRate, nil
 		}},
 		{Name: "bare go-redis", Cmd: func(stream string, n int64) []string {
-			return []string{filepath.Join(dir, "bareredis"), "-addr", st.Address(), "-stream", stream,
-				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(o.size)}
+			return []string{filepath.Join(dir, "bareredis"), "-addr", addr, "-stream", stream,
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
-	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", o.size, o.records, o.reps)
-	var ms []toolcompare.Measurement
-	startup := map[string]float64{}
-	for _, t := range tools {
-		m, err := toolcompare.Run(ctx, t, role, o.size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
-		if err != nil {
-			return err
-		}
-		startup[t.Name] = m.CPU
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.Records, o.Reps)
+	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
+		func(rep, i int) string { return fmt.Sprintf("s-%d-%d-%d", size, rep, i) })
+	if err == nil {
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"redis-benchmark", "bare go-redis"}})
 	}
-	for rep := range o.reps {
-		for i := range tools {
-			t := tools[(i+rep)%len(tools)]
-			m, err := toolcompare.Run(ctx, t, role, o.size, o.records, rep, fmt.Sprintf("s-%d-%d", rep, i))
-			if err != nil {
-				return err
-			}
-			m.Startup = startup[t.Name]
-			ms = append(ms, m)
-		}
-	}
-	toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"redis-benchmark", "bare go-redis"}})
-	if err := results.Write(o.out, ms); err != nil {
-		return err
-	}
-	fmt.Printf("\nall measurements: %s\n", o.out)
-	return nil
+	return ms, err
 }
 
 // redisBenchmarkRate reads the requests per second from redis-benchmark's

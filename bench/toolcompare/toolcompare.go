@@ -8,11 +8,16 @@ package toolcompare
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -158,5 +163,103 @@ func Report(ms []Measurement, sides ...Side) {
 		if side.Extra != nil {
 			side.Extra(ratio)
 		}
+	}
+}
+
+// Build builds commands (name, package path) into dir with CGO off; the
+// go tool runs in the current directory, the repository's root.
+func Build(ctx context.Context, dir string, commands ...[2]string) error {
+	for _, b := range commands {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s (run from the repository root): %w\n%s", b[1], err, out)
+		}
+	}
+	return nil
+}
+
+// Sizes parses a comma-separated list of message sizes, each at least 22
+// bytes (brokerbench's header).
+func Sizes(list string) ([]int, error) {
+	var sizes []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 22 {
+			return nil, fmt.Errorf("-sizes: %q is not a size of at least 22 bytes", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// RunFunc runs one tool once (Run, or Run with preparations around it).
+type RunFunc func(ctx context.Context, t Tool, role string, size int, records int64, rep int, topic string) (Measurement, error)
+
+// Rounds measures each tool's start-up with a 1-record run, then runs
+// every tool reps times with records, rotating their order each
+// repetition so that none always runs first; topic names each run's
+// topic or queue.
+func Rounds(ctx context.Context, run RunFunc, tools []Tool, role string, size int, records int64, reps int, topic func(rep, i int) string) ([]Measurement, error) {
+	startup := map[string]float64{}
+	for _, t := range tools {
+		m, err := run(ctx, t, role, size, 1, 0, fmt.Sprintf("startup-%d", time.Now().UnixNano()))
+		if err != nil {
+			return nil, err
+		}
+		startup[t.Name] = m.CPU
+	}
+	var ms []Measurement
+	for rep := range reps {
+		for i := range tools {
+			t := tools[(i+rep)%len(tools)]
+			m, err := run(ctx, t, role, size, records, rep, topic(rep, i))
+			if err != nil {
+				return ms, err
+			}
+			m.Startup = startup[t.Name]
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
+// Options are the flags every comparison takes.
+type Options struct {
+	Records int64  // records per run (at 100 B, for comparisons that scale it by size)
+	Sizes   []int  // message sizes
+	Reps    int    // repetitions of each tool
+	Port    int    // the broker's port on 127.0.0.1
+	Out     string // where every measurement goes, as JSON
+}
+
+// Main parses the command line into options with the given defaults and
+// calls run with a context that ends on Ctrl-C or SIGTERM; an error from
+// either ends the process with status 1, named after the command.
+func Main(name string, def Options, run func(context.Context, Options) error) {
+	o := def
+	sizes := make([]string, len(def.Sizes))
+	for i, s := range def.Sizes {
+		sizes[i] = strconv.Itoa(s)
+	}
+	list := flag.String("sizes", strings.Join(sizes, ","), "message sizes in bytes, comma-separated")
+	flag.Int64Var(&o.Records, "records", def.Records, "records per run")
+	flag.IntVar(&o.Reps, "reps", def.Reps, "repetitions of each tool")
+	flag.IntVar(&o.Port, "port", def.Port, "port of the broker this command starts on 127.0.0.1")
+	flag.StringVar(&o.Out, "out", def.Out, "where to write every measurement as JSON")
+	flag.Parse()
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	var err error
+	if o.Sizes, err = Sizes(*list); err != nil {
+		fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		stop()
+		fail(err)
 	}
 }

@@ -100,9 +100,18 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	}
 	c.maxLength = int64(s.Int("topic", "maxLengthBytes", 0))
 	c.maxSegment = int64(s.Int("topic", "maxSegmentSizeBytes", 0))
-	c.batchSize = s.Int("producer", "batchSize", 1)
-	c.batchDelay = s.Int("producer", "batchPublishingDelayMs", 1)
-	c.subEntrySize = s.Int("producer", "subEntrySize", 1)
+	// The client's own bounds, refused here with the setting's line
+	// rather than when the first producer is made.
+	within := func(key string, lo, hi int) int {
+		v := s.Int("producer", key, lo)
+		if v > hi {
+			s.Fail("producer", key, "must be at most %d (the stream client's limit), got %d", hi, v)
+		}
+		return v
+	}
+	c.batchSize = within("batchSize", 1, 10_000)
+	c.batchDelay = within("batchPublishingDelayMs", 1, 500)
+	c.subEntrySize = within("subEntrySize", 1, 65_535)
 	codec := s.String("producer", "compression")
 	comp, ok := compressions[codec]
 	if !ok {
@@ -301,7 +310,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	for _, name := range names {
 		opts := stream.NewProducerOptions().SetBatchSize(d.cfg.batchSize).SetBatchPublishingDelay(d.cfg.batchDelay).
 			SetSubEntrySize(d.cfg.subEntrySize).SetConfirmationTimeOut(d.cfg.confirmTimeout).
-			SetQueueSize(max(spec.MaxInFlight, d.cfg.batchSize)).SetClientProvidedName("brokerbench producer")
+			SetQueueSize(min(max(spec.MaxInFlight, d.cfg.batchSize, 100), 1_000_000)).SetClientProvidedName("brokerbench producer")
 		if d.cfg.compression != nil {
 			opts.SetCompression(*d.cfg.compression)
 		}

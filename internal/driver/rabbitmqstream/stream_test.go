@@ -62,6 +62,7 @@ func TestSettingsRefused(t *testing.T) {
 	}{
 		{workload.Properties{{Key: "compression", Value: "zstd"}}, "set subEntrySize above 1"},
 		{workload.Properties{{Key: "compression", Value: "brotli"}, {Key: "subEntrySize", Value: "5"}}, "none, gzip, snappy, lz4 or zstd"},
+		{workload.Properties{{Key: "batchPublishingDelayMs", Value: "1000"}}, "at most 500"},
 	} {
 		_, err := New(&workload.DriverConfig{Name: "rabbitmq-stream", Source: "s.yaml", Producer: tc.props}, driver.Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
