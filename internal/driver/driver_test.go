@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -69,5 +70,33 @@ func TestSettings(t *testing.T) {
 	}
 	if eff := ok.Effective("mode")["producer"]; len(eff) != 1 || eff[0].Value != "20" {
 		t.Errorf("effective %v", eff)
+	}
+}
+
+// TestSpreader: a key's partition is its FNV-1a hash (as hash/fnv
+// computes it) modulo the partitions, without allocating; messages
+// without a key go to each partition in turn.
+func TestSpreader(t *testing.T) {
+	var s Spreader
+	for _, key := range []string{"a", "order-42", "ключ", "\x00\xff"} {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(key))
+		if got, want := s.Partition([]byte(key), 7), int(h.Sum32()%7); got != want {
+			t.Errorf("key %q: partition %d, want %d", key, got, want)
+		}
+	}
+	seen := map[int]int{}
+	for range 12 {
+		seen[s.Partition(nil, 3)]++
+	}
+	if len(seen) != 3 || seen[0] != 4 || seen[1] != 4 || seen[2] != 4 {
+		t.Errorf("without keys, 12 messages over 3 partitions went %v", seen)
+	}
+	if s.Partition([]byte("x"), 1) != 0 || s.Partition(nil, 0) != 0 {
+		t.Error("one partition (or none) is not partition 0")
+	}
+	key := []byte("order-42")
+	if a := testing.AllocsPerRun(100, func() { s.Partition(key, 7) }); a != 0 {
+		t.Errorf("%v allocations per keyed message", a)
 	}
 }

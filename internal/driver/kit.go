@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -155,4 +156,27 @@ func WaitIdle(ctx context.Context, inFlight *sync.WaitGroup) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Spreader picks the partition of a message for drivers whose clients
+// have no partitioner of their own: by the FNV-1a hash of its key, so
+// that one key keeps one lane, or in turn without a key. It does not
+// allocate. The zero value is ready, and it is safe for concurrent use.
+type Spreader struct{ next atomic.Uint64 }
+
+// Partition returns the partition, of n, of a message with key.
+func (s *Spreader) Partition(key []byte, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	if len(key) == 0 {
+		return int(s.next.Add(1) % uint64(n))
+	}
+	const offset32, prime32 = 2166136261, 16777619 // FNV-1a, as hash/fnv
+	h := uint32(offset32)
+	for _, b := range key {
+		h ^= uint32(b)
+		h *= prime32
+	}
+	return int(h % uint32(n))
 }

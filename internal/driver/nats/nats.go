@@ -14,12 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -269,7 +267,7 @@ type producer struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	subjects []string
-	next     atomic.Uint64
+	spread   driver.Spreader
 	ack      driver.AckFunc
 	futures  chan inFlight
 	done     chan struct{}
@@ -285,12 +283,7 @@ type inFlight struct {
 
 // Send implements driver.Producer.
 func (p *producer) Send(ctx context.Context, m *driver.Message) {
-	part := int(p.next.Add(1)) % len(p.subjects)
-	if len(m.Key) > 0 {
-		h := fnv.New32a()
-		_, _ = h.Write(m.Key)
-		part = int(h.Sum32() % uint32(len(p.subjects)))
-	}
+	part := p.spread.Partition(m.Key, len(p.subjects))
 	msg, _ := m.DriverState.(*nats.Msg)
 	if msg == nil {
 		msg = &nats.Msg{}

@@ -3,10 +3,8 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -47,7 +45,7 @@ type producer struct {
 	d             *Driver
 	exchange      string
 	keys          []string // routing keys, one per partition
-	next          atomic.Uint64
+	spread        driver.Spreader
 	mode          uint8 // delivery mode: transient or persistent
 	mandatory     bool
 	ack           driver.AckFunc
@@ -148,24 +146,11 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 		// A returned message is known by its tag.
 		msg.MessageId = strconv.FormatUint(tag, 10)
 	}
-	err = s.ch.PublishWithContext(ctx, p.exchange, p.keys[p.partition(m)], p.mandatory, false, msg)
+	err = s.ch.PublishWithContext(ctx, p.exchange, p.keys[p.spread.Partition(m.Key, len(p.keys))], p.mandatory, false, msg)
 	p.mu.Unlock()
 	if err != nil && s.dropTail(tag) {
 		p.finish(m, errKind{"CONNECTION", err})
 	}
-}
-
-// partition picks m's routing key: by key hash, or in turn.
-func (p *producer) partition(m *driver.Message) int {
-	if len(p.keys) == 1 {
-		return 0
-	}
-	if len(m.Key) == 0 {
-		return int(p.next.Add(1) % uint64(len(p.keys)))
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(m.Key)
-	return int(h.Sum32() % uint32(len(p.keys)))
 }
 
 // finish acknowledges m to the runner, once.

@@ -25,14 +25,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
@@ -329,7 +327,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 // producer sends to a topic's streams.
 type producer struct {
 	streams []*stream.Producer
-	next    atomic.Uint64
+	spread  driver.Spreader
 	ack     driver.AckFunc
 
 	mu       sync.Mutex // guards pending; AckFunc calls are made under it, so never concurrent
@@ -352,22 +350,9 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	}
 	p.pending[msg] = m
 	p.mu.Unlock()
-	if err := p.streams[p.partition(m)].Send(msg); err != nil {
+	if err := p.streams[p.spread.Partition(m.Key, len(p.streams))].Send(msg); err != nil {
 		p.settle(msg, errKind{"SEND", err})
 	}
-}
-
-// partition picks m's stream: by key hash, or in turn.
-func (p *producer) partition(m *driver.Message) int {
-	if len(p.streams) == 1 {
-		return 0
-	}
-	if len(m.Key) == 0 {
-		return int(p.next.Add(1) % uint64(len(p.streams)))
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(m.Key)
-	return int(h.Sum32() % uint32(len(p.streams)))
 }
 
 // settle acknowledges the message behind msg, once: a message the client

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"strconv"
 	"strings"
@@ -236,7 +235,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 type producer struct {
 	rdb         *goredis.Client
 	keys        []string
-	next        atomic.Uint64
+	spread      driver.Spreader
 	maxLen      int64
 	maxPipeline int
 	ack         driver.AckFunc
@@ -289,7 +288,7 @@ func (p *producer) run() {
 		pipe := p.rdb.Pipeline()
 		cmds = cmds[:0]
 		for _, m := range batch {
-			args := &goredis.XAddArgs{Stream: p.keys[p.partition(m)], Values: []any{"v", m.Value}}
+			args := &goredis.XAddArgs{Stream: p.keys[p.spread.Partition(m.Key, len(p.keys))], Values: []any{"v", m.Value}}
 			if p.maxLen > 0 {
 				args.MaxLen, args.Approx = p.maxLen, true
 			}
@@ -305,16 +304,6 @@ func (p *producer) run() {
 			p.pending.Done()
 		}
 	}
-}
-
-// partition picks m's stream: by key hash, or in turn.
-func (p *producer) partition(m *driver.Message) int {
-	if len(m.Key) == 0 {
-		return int(p.next.Add(1) % uint64(len(p.keys)))
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(m.Key)
-	return int(h.Sum32() % uint32(len(p.keys)))
 }
 
 // Flush implements driver.Producer.
