@@ -67,17 +67,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	k := local.NewKafka(o.Port, 1)
-	k.StateDir = filepath.Join(dir, "kafka")
 	k.HeapMB = 1024
-	k.Log = os.Stdout
-	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	st, err := k.Up(upCtx)
-	cancel()
+	st, stopBroker, err := toolcompare.Up(ctx, k, dir)
 	if err != nil {
-		_ = k.Down()
 		return err
 	}
-	defer func() { _ = k.Down() }()
+	defer stopBroker()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Address()))
 	if err != nil {
 		return err

@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -63,17 +62,11 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err != nil {
 		return err
 	}
-	r := local.NewRabbitMQ(o.Port, 1)
-	r.StateDir = filepath.Join(dir, "rabbitmq")
-	r.Log = os.Stdout
-	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	st, err := r.Up(upCtx)
-	cancel()
+	st, stopBroker, err := toolcompare.Up(ctx, local.NewRabbitMQ(o.Port, 1), dir)
 	if err != nil {
-		_ = r.Down()
 		return err
 	}
-	defer func() { _ = r.Down() }()
+	defer stopBroker()
 	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/%2f", perfTestLib: lib}
 
 	var all []toolcompare.Measurement

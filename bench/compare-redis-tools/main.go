@@ -51,15 +51,11 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
 		return err
 	}
-	r := local.NewRedis(o.Port, 1)
-	r.StateDir = filepath.Join(dir, "redis")
-	r.Log = os.Stdout
-	st, err := r.Up(ctx)
+	st, stopBroker, err := toolcompare.Up(ctx, local.NewRedis(o.Port, 1), dir)
 	if err != nil {
-		_ = r.Down()
 		return err
 	}
-	defer func() { _ = r.Down() }()
+	defer stopBroker()
 	var all []toolcompare.Measurement
 	for _, size := range o.Sizes {
 		ms, err := compare(ctx, o, dir, bench, st.Address(), size)

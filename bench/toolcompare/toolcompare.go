@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/brokerbench/brokerbench/internal/local"
 )
 
 // Measurement is one run of one tool.
@@ -262,4 +264,19 @@ func Main(name string, def Options, run func(context.Context, Options) error) {
 		stop()
 		fail(err)
 	}
+}
+
+// Up starts a comparison's broker, c, with its state under dir, within 5
+// minutes; stop ends it by PID. A broker that fails to start is stopped
+// before Up returns.
+func Up(ctx context.Context, c *local.Cluster, dir string) (st local.Status, stop func(), err error) {
+	c.StateDir = filepath.Join(dir, c.Kind.Name())
+	c.Log = os.Stdout
+	upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if st, err = c.Up(upCtx); err != nil {
+		_ = c.Down()
+		return st, nil, err
+	}
+	return st, func() { _ = c.Down() }, nil
 }
