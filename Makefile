@@ -66,6 +66,8 @@ fuzz:
 	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzReadJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/metrics -run '^$$' -fuzz '^FuzzCountsIndex$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/secret -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseTrustStore$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseKeyStore$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results
