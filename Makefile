@@ -68,6 +68,7 @@ fuzz:
 	$(GO) test ./internal/secret -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseTrustStore$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseKeyStore$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/driver/kafka -run '^$$' -fuzz '^FuzzParseJAAS$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

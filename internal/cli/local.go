@@ -29,6 +29,8 @@ type localFlags struct {
 	brokers     int
 	controllers int
 	links       bool
+	// security lists the client listeners of 'local up' (--security).
+	security []string
 	// flags are the command's, to tell a port given as 0 from none given.
 	flags *pflag.FlagSet
 }
@@ -41,6 +43,7 @@ func (f *localFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.heapMB, "heap-mb", 0, "JVM heap of each broker in MiB (default 1024 for one broker, 512 each in a cluster)")
 	fl.IntVar(&f.brokers, "brokers", 1, fmt.Sprintf("number of brokers, 1 to %d: one on 127.0.0.1, or broker i on 127.0.1.i", maxLocalBrokers))
 	fl.IntVar(&f.controllers, "controllers", 0, "dedicated KRaft controllers, on 127.0.2.j (0: the first three brokers are also the controllers)")
+	fl.StringSliceVar(&f.security, "security", nil, "client listeners the brokers serve, comma-separated, the first on --port and the others on free ports; Kafka: plaintext, ssl, sasl_plaintext, sasl_ssl (certificates and a SCRAM/PLAIN user made for the cluster; 'local status' says where)")
 	fl.BoolVar(&f.links, "links", false, "route every connection between nodes, and from clients to nodes, through brokerbench's link proxy, so that workloads can delay, throttle or cut single links (link faults, study setups' network:)")
 }
 
@@ -112,6 +115,12 @@ func (f *localFlags) cluster(io IO) (*local.Cluster, error) {
 	}
 	c.Controllers = f.controllers
 	c.Links = f.links
+	for _, l := range f.security {
+		c.Listeners = append(c.Listeners, strings.ReplaceAll(strings.ToLower(strings.TrimSpace(l)), "-", "_"))
+	}
+	if err := c.CheckListeners(); err != nil {
+		return nil, usageError{fmt.Errorf("--security: %w", err)}
+	}
 	c.Log = io.Err
 	return c, nil
 }
@@ -142,6 +151,13 @@ func printStatus(io IO, st local.Status) {
 		}
 		fmt.Fprintf(io.Out, "  link proxy: %s; API %s; log %s\n", state, p.Addr("api"), p.Log)
 		fmt.Fprintf(io.Out, "  the bootstrap names resolve for clients as: %s\n", formatHosts(st.ClientHosts))
+	}
+	if len(st.Listeners) > 1 || st.Security != nil {
+		fmt.Fprintf(io.Out, "  listeners: %s on the bootstrap addresses; %s on the ports of their names\n", st.Listeners[0], strings.Join(st.Listeners[1:], ", "))
+	}
+	if sec := st.Security; sec != nil {
+		fmt.Fprintf(io.Out, "  TLS: trust %s (the cluster's own CA); client key store (PEM) %s\n", sec.CAFile, sec.ClientKeyStore)
+		fmt.Fprintf(io.Out, "  SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): user %s, password in %s (use it as ${file:%s})\n", sec.Username, sec.PasswordFile, sec.PasswordFile)
 	}
 	if len(st.Nodes) == 0 {
 		fmt.Fprintf(io.Out, "  no cluster recorded in %s\n", st.StateDir)

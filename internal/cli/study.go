@@ -251,7 +251,7 @@ func checkStudy(s *workload.Study, runs []study.Run, tgt *target) error {
 		if r.Skip != "" {
 			continue
 		}
-		drv, err := driver.New(r.Driver, driver.Options{Endpoints: tgt.plannedEndpoints(r.Driver)})
+		drv, err := driver.New(r.Driver, tgt.plannedOptions(r.Driver))
 		if err == nil {
 			reg, _ := driver.Lookup(r.Driver.Name)
 			if err = reg.Capabilities.CheckWorkload(r.Workload, r.Driver.Name); err != nil {

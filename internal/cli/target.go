@@ -69,38 +69,74 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 	if !t.usesLocal(dc) {
 		return driver.Options{Endpoints: t.endpoints}, nil
 	}
-	if t.cluster == nil || t.cluster.Kind.Name() != t.localKind(dc) || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links {
-		if err := t.release(); err != nil {
-			return driver.Options{}, withCode(ExitRunFailed, err)
+	reg, _ := driver.Lookup(dc.Name)
+	listener := ""
+	if reg.LocalListener != nil {
+		listener = reg.LocalListener(dc)
+	}
+	if t.cluster == nil || t.cluster.Kind.Name() != t.localKind(dc) || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links ||
+		len(t.status.Endpoints(listener)) == 0 {
+		if err := t.startCluster(ctx, dc, listener); err != nil {
+			return driver.Options{}, err
 		}
-		t.local.kind = t.localKind(dc)
-		c, err := t.local.cluster(t.io)
-		if err != nil {
-			return driver.Options{}, withCode(ExitInvalidInput, err)
-		}
-		before := c.Status()
-		running := before.Running && len(before.Nodes) == c.Brokers+c.Controllers
-		st, err := c.Up(ctx)
-		if err != nil {
-			code := ExitRunFailed
-			if ctx.Err() != nil {
-				code = ExitInterrupted
-			}
-			return driver.Options{}, withCode(code, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
-		}
-		t.cluster, t.status, t.started, t.fresh = c, st, !running, !running
-		fmt.Fprintf(t.io.Err, "using local %s %s: %s (stop it with 'brokerbench local down%s')\n",
-			c.Kind.Product(), st.Version, t.describeLocal(), t.local.downFlags())
 	}
 	if err := t.shapeNetwork(); err != nil {
 		return driver.Options{}, withCode(ExitRunFailed, err)
 	}
-	reg, _ := driver.Lookup(dc.Name)
-	endpoints := t.status.Endpoints(reg.LocalListener)
+	endpoints := t.status.Endpoints(listener)
 	if len(endpoints) == 0 {
-		return driver.Options{}, withCode(ExitInvalidInput, fmt.Errorf("the local %s cluster has no %q listener, which the %s driver needs", t.cluster.Kind.Name(), reg.LocalListener, dc.Name))
+		return driver.Options{}, withCode(ExitInvalidInput, fmt.Errorf("the local %s cluster has no %q listener, which %s needs", t.cluster.Kind.Name(), listener, dc.Source))
 	}
-	return driver.Options{Endpoints: endpoints, Hosts: t.status.ClientHosts}, nil
+	opts := driver.Options{Endpoints: endpoints, Hosts: t.status.ClientHosts}
+	if sec := t.status.Security; sec != nil {
+		pw, err := sec.Password()
+		if err != nil {
+			return driver.Options{}, withCode(ExitRunFailed, err)
+		}
+		opts.Credentials = &driver.Credentials{CAFile: sec.CAFile, CertFile: sec.ClientKeyStore, KeyFile: sec.ClientKeyStore, Username: sec.Username, Password: pw}
+	}
+	return opts, nil
+}
+
+// startCluster starts the local cluster for dc, serving listener, or
+// replaces the running one if its size, links or listeners differ.
+func (t *target) startCluster(ctx context.Context, dc *workload.DriverConfig, listener string) error {
+	if err := t.release(); err != nil {
+		return withCode(ExitRunFailed, err)
+	}
+	t.local.kind = t.localKind(dc)
+	c, err := t.local.cluster(t.io)
+	if err != nil {
+		return withCode(ExitInvalidInput, err)
+	}
+	c.Serve(listener)
+	before := c.Status()
+	st, err := c.Up(ctx)
+	if err != nil {
+		code := ExitRunFailed
+		if ctx.Err() != nil {
+			code = ExitInterrupted
+		}
+		return withCode(code, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
+	}
+	reused := before.Running && samePIDs(before, st)
+	t.cluster, t.status, t.started, t.fresh = c, st, !reused, !reused
+	fmt.Fprintf(t.io.Err, "using local %s %s: %s (stop it with 'brokerbench local down%s')\n",
+		c.Kind.Product(), st.Version, t.describeLocal(), t.local.downFlags())
+	return nil
+}
+
+// samePIDs reports whether the nodes of a and b are the same processes.
+func samePIDs(a, b local.Status) bool {
+	if len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for i := range a.Nodes {
+		if a.Nodes[i].PID != b.Nodes[i].PID {
+			return false
+		}
+	}
+	return true
 }
 
 // shapeNetwork gives the local cluster's links the network the runs ask
@@ -135,6 +171,9 @@ func (t *target) describeLocal() string {
 		if nw := t.network; nw != nil && nw.Delay > 0 {
 			links += " (" + nw.String() + ")"
 		}
+	}
+	if sec := t.status.Security; sec != nil {
+		links += fmt.Sprintf(", serving %s (credentials in %s)", strings.Join(t.status.Listeners, ", "), sec.Dir)
 	}
 	if n == 1 {
 		return fmt.Sprintf("one broker on %s%s, sharing this machine's cores and disk with the load generator", t.status.Address(), links)
@@ -204,17 +243,20 @@ func (t *target) localKind(dc *workload.DriverConfig) string {
 	return reg.LocalKind
 }
 
-// plannedEndpoints returns the endpoints a driver for dc would use, without
+// plannedOptions returns the options a driver for dc would get, without
 // starting or contacting anything: for validating settings ahead of a run.
-func (t *target) plannedEndpoints(dc *workload.DriverConfig) []string {
+// A local cluster's credentials are made when it starts, so they stand in
+// as a user without a certificate authority.
+func (t *target) plannedOptions(dc *workload.DriverConfig) driver.Options {
 	if !t.usesLocal(dc) {
-		return t.endpoints
+		return driver.Options{Endpoints: t.endpoints}
 	}
 	port := t.local.port
 	if port == 0 {
 		port = local.DefaultPort(t.localKind(dc))
 	}
-	return []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	return driver.Options{Endpoints: []string{fmt.Sprintf("127.0.0.1:%d", port)},
+		Credentials: &driver.Credentials{Username: local.Username, Password: "made when the cluster starts"}}
 }
 
 // connectTimeout bounds the first request to a broker.
@@ -243,10 +285,14 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	fmt.Fprintf(t.io.Err, "connecting to %s at %s (waiting up to %s for an answer)\n", dc.Name, where, connectTimeout)
 	vctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	env.BrokerVersion, err = drv.BrokerVersion(vctx)
+	timedOut := vctx.Err() != nil
 	cancel()
 	if err != nil {
 		drv.Close()
-		if ctx.Err() == nil && vctx.Err() != nil {
+		if errors.Is(err, driver.ErrRefused) {
+			return nil, env, withCode(ExitRunFailed, err)
+		}
+		if ctx.Err() == nil && timedOut {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
 		if reg, ok := driver.Lookup(dc.Name); ok && reg.LocalKind != "" && !t.usesLocal(dc) {

@@ -226,6 +226,20 @@ type Options struct {
 	// whose links pass through proxies advertises names that lead each
 	// peer through its own link. Drivers dial every broker with Dial.
 	Hosts map[string]string
+	// Credentials, when set, are those of a local cluster brokerbench
+	// started with TLS and authentication: drivers use them for what the
+	// config leaves out.
+	Credentials *Credentials
+}
+
+// Credentials are what a client needs to connect to a secured local
+// cluster: the certificate authority that signed its nodes' certificates,
+// a client certificate and key it accepts, and a user and password it
+// knows. Password is a secret: it must never reach an output.
+type Credentials struct {
+	CAFile             string
+	CertFile, KeyFile  string
+	Username, Password string
 }
 
 // Dial connects to addr (host:port), resolving the host with o.Hosts first,
@@ -277,9 +291,10 @@ type Registration struct {
 	// LocalKind is the kind of local broker brokerbench can start for the
 	// driver ("kafka"); empty if none.
 	LocalKind string
-	// LocalListener is the listener of the local broker's nodes the
-	// driver connects to ("stream"); empty for their client listener.
-	LocalListener string
+	// LocalListener returns the listener of the local broker's nodes a
+	// driver with config dc connects to ("stream", "sasl_ssl"); nil or
+	// "" for their client listener.
+	LocalListener func(dc *workload.DriverConfig) string
 }
 
 var (
@@ -332,6 +347,20 @@ func Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// ErrRefused wraps a broker's refusal of the client's credentials or
+// certificate, or the client's of the broker's certificate: the error
+// says which setting to check, and retrying cannot help.
+// Drivers mark such errors with Refused.
+var ErrRefused = errors.New("refused")
+
+// Refused marks err as a refusal (ErrRefused), its message unchanged.
+func Refused(err error) error { return refused{err} }
+
+type refused struct{ error }
+
+func (r refused) Unwrap() error        { return r.error }
+func (r refused) Is(target error) bool { return target == ErrRefused }
 
 // ErrUnknownDriver is returned by New for a name nobody registered.
 var ErrUnknownDriver = errors.New("unknown driver")

@@ -92,13 +92,20 @@ type Cluster struct {
 	// throttled or cut on its own (see ShapeLinks). Clients must resolve
 	// the names the nodes advertise with ClientHosts.
 	Links bool
+	// Listeners are the client listeners the nodes serve, for kinds that
+	// can serve clients over TLS and with authentication (Securer): the
+	// first on Port, the others on ports chosen free. Empty: the kind's
+	// plain listener alone. A cluster serving a secured listener has
+	// credentials of its own (Security).
+	Listeners []string
 	// Log receives progress messages; nil discards them.
 	Log io.Writer
 
 	// ID is the cluster's identity, kept in its record.
-	ID    string
-	nodes []*Node // from the record or the layout
-	proxy *Node   // the link proxy of the cluster as planned or recorded
+	ID     string
+	nodes  []*Node  // from the record or the layout
+	proxy  *Node    // the link proxy of the cluster as planned or recorded
+	served []string // the listeners of the cluster as planned or recorded
 }
 
 // linked reports whether the cluster, as planned or as recorded, carries
@@ -114,6 +121,9 @@ type record struct {
 	Controllers int     `json:"controllers"`
 	Nodes       []*Node `json:"nodes"`
 	LinkProxy   *Node   `json:"linkProxy,omitempty"`
+	// Listeners are the client listeners served; none recorded: the
+	// kind's plain one.
+	Listeners []string `json:"listeners,omitempty"`
 }
 
 func (c *Cluster) recordFile() string { return filepath.Join(c.StateDir, "cluster.json") }
@@ -136,7 +146,7 @@ func (c *Cluster) load() (record, bool) {
 
 func (c *Cluster) save() error {
 	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.Kind.Version(), ID: c.ID,
-		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes, LinkProxy: c.proxy}, "", "  ")
+		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes, LinkProxy: c.proxy, Listeners: c.served}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -147,7 +157,7 @@ func (c *Cluster) save() error {
 func (c *Cluster) Nodes() []*Node {
 	if c.nodes == nil {
 		if r, ok := c.load(); ok {
-			c.nodes, c.ID, c.proxy = r.Nodes, r.ID, r.LinkProxy
+			c.nodes, c.ID, c.proxy, c.served = r.Nodes, r.ID, r.LinkProxy, r.Listeners
 		}
 	}
 	return c.nodes
@@ -192,6 +202,12 @@ type Status struct {
 	// Bootstrap lists the brokers' client addresses.
 	Bootstrap []string     `json:"bootstrap"`
 	Nodes     []NodeStatus `json:"nodes"`
+	// Listeners are the client listeners served, for kinds that serve
+	// several (Securer): the first on the bootstrap addresses, the others
+	// on the ports of their names.
+	Listeners []string `json:"listeners,omitempty"`
+	// Security says where a secured cluster's credentials are.
+	Security *Security `json:"security,omitempty"`
 	// LinkProxy is the process carrying the links, with Links; clients
 	// resolve the names in the bootstrap addresses with ClientHosts.
 	LinkProxy   *NodeStatus       `json:"linkProxy,omitempty"`
@@ -200,10 +216,11 @@ type Status struct {
 }
 
 // Endpoints returns the addresses of the broker nodes' listener: the
-// bootstrap addresses for "client" or "", else each node's host and port
-// of that listener (nil if the nodes have none).
+// bootstrap addresses for "client", "" or the client listener's name,
+// else each node's host and port of that listener (nil if the nodes have
+// none).
 func (s Status) Endpoints(listener string) []string {
-	if listener == "" || listener == "client" {
+	if listener == "" || listener == "client" || len(s.Listeners) > 0 && listener == s.Listeners[0] {
 		return s.Bootstrap
 	}
 	var addrs []string
@@ -226,6 +243,9 @@ func (s Status) Address() string {
 // Status reports the cluster's nodes and whether each runs.
 func (c *Cluster) Status() Status {
 	st := Status{Kind: c.Kind.Name(), Version: c.Kind.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
+	if ls := c.listeners(); len(ls) > 0 && len(c.Nodes()) > 0 {
+		st.Listeners, st.Security = ls, c.Security()
+	}
 	st.Running = len(c.Nodes()) > 0
 	for _, n := range c.Nodes() {
 		pid, running := n.PID()
@@ -254,10 +274,18 @@ func (c *Cluster) Status() Status {
 // stopped first, and said so. It waits until the kind says the cluster is
 // ready.
 func (c *Cluster) Up(ctx context.Context) (Status, error) {
+	if err := c.CheckListeners(); err != nil {
+		return Status{}, err
+	}
 	prev, had := c.load()
-	same := had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers && (prev.LinkProxy != nil) == c.Links
+	c.served = nil
+	want, recorded := c.listeners(), prev.Listeners
+	if recorded == nil && had {
+		recorded = (&Cluster{Kind: c.Kind}).listeners()
+	}
+	same := had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers && (prev.LinkProxy != nil) == c.Links && slices.Equal(want, recorded)
 	if same {
-		c.nodes, c.ID, c.proxy = prev.Nodes, prev.ID, prev.LinkProxy
+		c.nodes, c.ID, c.proxy, c.served = prev.Nodes, prev.ID, prev.LinkProxy, prev.Listeners
 		if st := c.Status(); st.Running {
 			return st, c.waitReady(ctx, 60*time.Second)
 		}
@@ -275,8 +303,14 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	fresh := !same
+	c.served = want
 	if err := c.plan(prev, fresh); err != nil {
 		return Status{}, err
+	}
+	if fresh {
+		if err := c.makeCredentials(); err != nil {
+			return Status{}, fmt.Errorf("make the cluster's certificates and password: %w", err)
+		}
 	}
 	if c.linked() {
 		for _, n := range c.nodes {

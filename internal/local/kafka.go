@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +125,32 @@ func checkJava(ctx context.Context) error {
 	return nil
 }
 
+// Listeners implements Securer: Kafka's four security protocols, each on
+// a listener of its own, named as the protocol in lower case. Certificates
+// are checked (ssl.client.auth) on the ssl listener when clients present
+// one; the SASL listeners take PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+func (Kafka) Listeners() []string {
+	return []string{"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"}
+}
+
+// kafkaListenerPorts maps each of the cluster's client listeners to its
+// key in a node's ports: the first is "client", the others their own
+// names. Brokers talk to each other on the plaintext listener, or on an
+// "internal" one when clients have none.
+func kafkaListenerPorts(c *Cluster) map[string]string {
+	keys := map[string]string{}
+	for i, l := range c.listeners() {
+		keys[l] = l
+		if i == 0 {
+			keys[l] = "client"
+		}
+	}
+	if _, ok := keys["plaintext"]; !ok {
+		keys["internal"] = "internal"
+	}
+	return keys
+}
+
 // Layout implements Kind.
 func (Kafka) Layout(c *Cluster) []*Node {
 	single := c.Brokers == 1 && c.Controllers == 0
@@ -130,7 +158,10 @@ func (Kafka) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
 		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(single, false, i),
-			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+			Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		for _, key := range kafkaListenerPorts(c) {
+			n.Ports[key] = 0
+		}
 		if c.Controllers == 0 && i <= voters {
 			n.Roles = append(n.Roles, "controller")
 			n.Ports["controller"] = 0
@@ -149,8 +180,16 @@ func (Kafka) Layout(c *Cluster) []*Node {
 // config, and, for fresh nodes, storage formatted with the cluster's id
 // (all nodes at once).
 func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+	var pw string
+	if sec := c.Security(); sec != nil {
+		var err error
+		if pw, err = sec.Password(); err != nil {
+			return err
+		}
+	}
 	for _, n := range c.nodes {
-		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(kafkaNodeConfig(c, n)), 0o644); err != nil {
+		// A secured node's config holds the password of its PLAIN users.
+		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(kafkaNodeConfig(c, n, pw)), 0o600); err != nil {
 			return fmt.Errorf("write node %d config: %w", n.ID, err)
 		}
 		if err := os.WriteFile(n.ConfigFile("log4j2.properties"), []byte(kafkaLog4j), 0o644); err != nil {
@@ -167,6 +206,11 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 		go func() {
 			defer wg.Done()
 			args := kafkaJava(c, n, 256, "kafka.tools.StorageTool", "format", "-t", c.ID, "-c", n.ConfigFile("server.properties"))
+			if pw != "" && n.HasRole("broker") {
+				for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+					args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, Username, pw))
+				}
+			}
 			if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("format Kafka storage of node %d: %w\n%s", n.ID, err, lastLines(string(out), 10))
 			}
@@ -176,16 +220,33 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	return errors.Join(errs...)
 }
 
-// kafkaNodeConfig is one node's server.properties.
-func kafkaNodeConfig(c *Cluster, n *Node) string {
-	var voters, listeners []string
+// kafkaNodeConfig is one node's server.properties; password is the
+// secured cluster's user's.
+func kafkaNodeConfig(c *Cluster, n *Node, password string) string {
+	var voters, listeners, advertised []string
 	for _, v := range c.nodes {
 		if v.HasRole("controller") {
 			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, c.AdvertisedHost(v), v.Ports["controller"]))
 		}
 	}
-	if n.HasRole("broker") {
-		listeners = append(listeners, "PLAINTEXT://"+n.Addr("client"))
+	protocols := []string{"CONTROLLER:PLAINTEXT"}
+	interBroker := "PLAINTEXT"
+	ports := kafkaListenerPorts(c)
+	for _, l := range slices.Sorted(maps.Keys(ports)) {
+		name, protocol := strings.ToUpper(l), strings.ToUpper(l)
+		if l == "internal" {
+			protocol, interBroker = "PLAINTEXT", "INTERNAL"
+		}
+		protocols = append(protocols, name+":"+protocol)
+		if !n.HasRole("broker") {
+			continue
+		}
+		port := n.Ports[ports[l]]
+		listeners = append(listeners, fmt.Sprintf("%s://%s:%d", name, n.Host, port))
+		if ports[l] == "client" && c.AdvertisedPort != 0 && c.Brokers == 1 {
+			port = c.AdvertisedPort
+		}
+		advertised = append(advertised, fmt.Sprintf("%s://%s:%d", name, c.AdvertisedHost(n), port))
 	}
 	if n.HasRole("controller") {
 		listeners = append(listeners, "CONTROLLER://"+n.Addr("controller"))
@@ -196,14 +257,13 @@ func kafkaNodeConfig(c *Cluster, n *Node) string {
 	fmt.Fprintf(&b, "process.roles=%s\nnode.id=%d\ncontroller.quorum.voters=%s\n", strings.Join(n.Roles, ","), n.ID, strings.Join(voters, ","))
 	fmt.Fprintf(&b, "listeners=%s\n", strings.Join(listeners, ","))
 	if n.HasRole("broker") {
-		advertised := n.Ports["client"]
-		if c.AdvertisedPort != 0 && c.Brokers == 1 {
-			advertised = c.AdvertisedPort
+		fmt.Fprintf(&b, "advertised.listeners=%s\ninter.broker.listener.name=%s\n", strings.Join(advertised, ","), interBroker)
+		if sec := c.Security(); sec != nil {
+			b.WriteString(kafkaSecurityConfig(sec, n, ports, password))
 		}
-		fmt.Fprintf(&b, "advertised.listeners=PLAINTEXT://%s:%d\ninter.broker.listener.name=PLAINTEXT\n", c.AdvertisedHost(n), advertised)
 	}
+	fmt.Fprintf(&b, "listener.security.protocol.map=%s\n", strings.Join(protocols, ","))
 	fmt.Fprintf(&b, `controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%s
 num.partitions=1
 auto.create.topics.enable=false
@@ -215,6 +275,30 @@ share.coordinator.state.topic.replication.factor=%[2]d
 share.coordinator.state.topic.min.isr=%[3]d
 group.initial.rebalance.delay.ms=0
 `, filepath.Join(n.Dir, "data"), rf, minISR)
+	return b.String()
+}
+
+// kafkaSecurityConfig is a secured broker's TLS and SASL settings: its
+// PEM key store, the cluster's authority as trust store, client
+// certificates checked when presented on the ssl listener, and the user
+// known to PLAIN (in this config) and to SCRAM (in the cluster's metadata,
+// added when the storage is formatted).
+func kafkaSecurityConfig(sec *Security, n *Node, ports map[string]string, password string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ssl.keystore.type=PEM\nssl.keystore.location=%s\nssl.truststore.type=PEM\nssl.truststore.location=%s\n", sec.NodeKeyStore(n), sec.CAFile)
+	if _, ok := ports["ssl"]; ok {
+		b.WriteString("listener.name.ssl.ssl.client.auth=requested\n")
+	}
+	b.WriteString("sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n")
+	for _, l := range []string{"sasl_plaintext", "sasl_ssl"} {
+		if _, ok := ports[l]; !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "listener.name.%s.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";\n", l, Username, password)
+		for _, mech := range []string{"scram-sha-256", "scram-sha-512"} {
+			fmt.Fprintf(&b, "listener.name.%s.%s.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n", l, mech)
+		}
+	}
 	return b.String()
 }
 
@@ -246,10 +330,23 @@ func (Kafka) Command(c *Cluster, n *Node) []string {
 }
 
 // Ready implements Kind: every broker is registered, and the consumer
-// offsets topic (created on demand here) has every replica in sync.
+// offsets topic (created on demand here) has every replica in sync. It
+// asks on the listener the brokers talk to each other on, which needs no
+// credentials, straight to the nodes (not through their links).
 func (Kafka) Ready(ctx context.Context, c *Cluster) error {
-	hosts := driver.Options{Hosts: c.ClientHosts()}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.Dialer(hosts.Dial))
+	hosts := driver.Options{Hosts: map[string]string{}}
+	key := kafkaListenerPorts(c)["plaintext"]
+	if key == "" {
+		key = "internal"
+	}
+	var seeds []string
+	for _, n := range c.Nodes() {
+		hosts.Hosts[c.AdvertisedHost(n)] = n.Host
+		if port, ok := n.Ports[key]; ok {
+			seeds = append(seeds, fmt.Sprintf("%s:%d", n.Host, port))
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.Dialer(hosts.Dial))
 	if err != nil {
 		return err
 	}

@@ -75,8 +75,8 @@ func (c *Cluster) planLinks() []Link {
 				fromID = c.nodes[from-1].ID
 			}
 			for _, listener := range slices.Sorted(maps.Keys(dst.Ports)) {
-				if fromID == 0 && listener != "client" {
-					continue
+				if fromID == 0 && listener != "client" && !slices.Contains(c.listeners(), listener) {
+					continue // a listener between nodes alone
 				}
 				links = append(links, Link{
 					Name: linkName(fromID, dst.ID, listener), From: fromID, To: dst.ID,

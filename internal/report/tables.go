@@ -69,6 +69,10 @@ var columns = func() map[string]column {
 		{id: "partitions", header: "Partitions", num: func(r *results.Run) float64 { return float64(r.Workload.Topics * r.Workload.PartitionsPerTopic) }},
 		{id: "messageSize", header: "Message size (bytes)", num: func(r *results.Run) float64 { return float64(r.Workload.MessageSize) }},
 		{id: "replicationFactor", header: "Replication", num: func(r *results.Run) float64 { return float64(r.Driver.ReplicationFactor) }},
+		{id: "security", header: "Security", text: func(r *results.Run) string {
+			c := r.Driver.Effective["client"].Map()
+			return strings.TrimSpace(c["security.protocol"].Value + " " + c["sasl.mechanism"].Value)
+		}},
 		{id: "acks", header: "acks", text: func(r *results.Run) string { return r.Driver.Effective["producer"].Map()["acks"].Value }},
 		{id: "publishRate", header: "Throughput (msgs/s)", num: func(r *results.Run) float64 { return r.Measured.PublishRate }},
 		{id: "publishMBps", header: "Throughput (MB/s)", digits: 2, num: func(r *results.Run) float64 { return r.Measured.PublishMBps }},

@@ -65,6 +65,11 @@ var (
 			return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
 		}
 	}
+	// upperOneOf accepts the allowed values in any case, as Java does
+	// for security.protocol.
+	upperOneOf = func(allowed ...string) func(string) error {
+		return func(v string) error { return oneOf(allowed...)(strings.ToUpper(v)) }
+	}
 	anything       = func(string) error { return nil }
 	byteArraySerde = func(v string) error {
 		if strings.HasSuffix(v, ".ByteArraySerializer") || strings.HasSuffix(v, ".ByteArrayDeserializer") {
@@ -85,7 +90,23 @@ var settings = map[string]setting{
 	"default.api.timeout.ms":  {scopeClient, "60000", isInt(1, maxInt32), "timeout of admin operations"},
 	"metadata.max.age.ms":     {scopeClient, "300000", isInt(1, maxInt32), "metadata refresh interval"},
 	"connections.max.idle.ms": {scopeClient, "540000", isInt(1, maxInt32), "idle connection timeout"},
-	"security.protocol":       {scopeClient, "PLAINTEXT", oneOf("PLAINTEXT"), "only PLAINTEXT so far"},
+	"security.protocol":       {scopeClient, "PLAINTEXT", upperOneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "TLS and SASL: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"},
+
+	"sasl.mechanism":                        {scopeClient, "", oneOf("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), "SASL mechanism (GSSAPI and OAUTHBEARER are not supported)"},
+	"sasl.jaas.config":                      {scopeClient, "", anything, "JAAS login module with username and password, as Java takes it"},
+	"ssl.truststore.location":               {scopeClient, "", anything, "trust store file: PKCS12, JKS or PEM (default: the system's roots)"},
+	"ssl.truststore.password":               {scopeClient, "", anything, "trust store password"},
+	"ssl.truststore.type":                   {scopeClient, "", oneOf("JKS", "PKCS12", "PEM"), "trust store type (JKS and PKCS12 are told apart by content, as Java does)"},
+	"ssl.truststore.certificates":           {scopeClient, "", anything, "trusted certificates in PEM, instead of a trust store file"},
+	"ssl.keystore.location":                 {scopeClient, "", anything, "key store file with the client's key and certificate, for mTLS: PKCS12, JKS or PEM"},
+	"ssl.keystore.password":                 {scopeClient, "", anything, "key store password"},
+	"ssl.keystore.type":                     {scopeClient, "", oneOf("JKS", "PKCS12", "PEM"), "key store type"},
+	"ssl.key.password":                      {scopeClient, "", anything, "password of the key in a JKS key store"},
+	"ssl.keystore.key":                      {scopeClient, "", anything, "the client's private key in PEM (unencrypted), instead of a key store file"},
+	"ssl.keystore.certificate.chain":        {scopeClient, "", anything, "the client's certificate chain in PEM, with ssl.keystore.key"},
+	"ssl.endpoint.identification.algorithm": {scopeClient, "https", oneOf("https", ""), "https: check the broker's host name against its certificate; empty: do not"},
+	"ssl.protocol":                          {scopeClient, "TLSv1.3", oneOf("TLSv1.2", "TLSv1.3", "TLS"), "highest TLS version used"},
+	"ssl.enabled.protocols":                 {scopeClient, "", anything, "TLS versions allowed, comma-separated (default TLSv1.2,TLSv1.3)"},
 
 	"acks":                                  {scopeProducer, "all", oneOf("0", "1", "all", "-1"), "acknowledgements"},
 	"linger.ms":                             {scopeProducer, "5", isInt(0, 60000), "batching delay"},
@@ -125,10 +146,14 @@ type config struct {
 	topic    workload.Properties
 	rf       int
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// secure holds how the admin client, producers and consumers connect.
+	secure map[scope]*security
 }
 
-// parseConfig validates every property of dc and resolves defaults.
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// parseConfig validates every property of dc and resolves defaults; local
+// are the credentials of the local cluster the driver connects to, if it
+// is one brokerbench secured.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	var errs []string
 	fail := func(err error) { errs = append(errs, err.Error()) }
 	check := func(section string, props workload.Properties, allowed scope) {
@@ -170,7 +195,10 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 		}
 		return all.Effective()
 	}
-	c.client = resolve(scopeClient, dc.Common)
+	// The admin client takes the producer's connection settings when the
+	// common ones do not have them: files made for the Java tools give
+	// security settings in producer and consumer properties alone.
+	c.client = resolve(scopeClient, dc.Common, dc.Producer)
 	c.producer = resolve(scopeProducer, dc.Common, dc.Producer)
 	c.consumer = resolve(scopeConsumer, dc.Common, dc.Consumer)
 
@@ -196,6 +224,18 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 		if n, _ := strconv.Atoi(must(c.producer.Get("max.in.flight.requests.per.connection"))); n > 5 {
 			errs = append(errs, fmt.Sprintf("%s: enable.idempotence=true allows at most 5 max.in.flight.requests.per.connection (got %d)", dc.Source, n))
 		}
+	}
+	if len(errs) == 0 {
+		c.secure = map[scope]*security{}
+		for sc, p := range map[scope]workload.Properties{scopeClient: c.client, scopeProducer: c.producer, scopeConsumer: c.consumer} {
+			sec, err := parseSecurity(p, local)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %s settings: %v", dc.Source, sc, err))
+				continue
+			}
+			c.secure[sc] = sec
+		}
+		sort.Strings(errs)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", workload.ErrInvalid, strings.Join(errs, "\n"))
@@ -235,8 +275,9 @@ func (c *config) idempotent() bool {
 }
 
 // clientOpts returns the options every client (admin, producer, consumer)
-// gets.
-func (c *config) clientOpts(p workload.Properties) []kgo.Opt {
+// gets: sc says which.
+func (c *config) clientOpts(sc scope) []kgo.Opt {
+	p := map[scope]workload.Properties{scopeClient: c.client, scopeProducer: c.producer, scopeConsumer: c.consumer}[sc]
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.seeds...),
 		kgo.MetadataMaxAge(ms(p, "metadata.max.age.ms")),
@@ -245,8 +286,20 @@ func (c *config) clientOpts(p workload.Properties) []kgo.Opt {
 	if id, ok := p.Get("client.id"); ok && id != "" {
 		opts = append(opts, kgo.ClientID(id))
 	}
-	if c.dial != nil {
-		opts = append(opts, kgo.Dialer(c.dial))
+	dial := c.dial
+	sec := c.secure[sc]
+	if sec.tls != nil {
+		if dial == nil {
+			d := &net.Dialer{Timeout: 10 * time.Second}
+			dial = d.DialContext
+		}
+		dial = tlsDialer(dial, sec.tls)
+	}
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	if sec.mechanism != nil {
+		opts = append(opts, kgo.SASL(sec.mechanism))
 	}
 	return opts
 }
@@ -256,7 +309,7 @@ func (c *config) clientOpts(p workload.Properties) []kgo.Opt {
 // keeps in flight.
 func (c *config) producerOpts(maxMessage, maxInFlight int) []kgo.Opt {
 	p := c.producer
-	opts := c.clientOpts(p)
+	opts := c.clientOpts(scopeProducer)
 	switch must(p.Get("acks")) {
 	case "0":
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
@@ -299,7 +352,7 @@ func (c *config) producerOpts(maxMessage, maxInFlight int) []kgo.Opt {
 // auto.offset.reset=latest, always from the end).
 func (c *config) consumerOpts(topic, group string, start driver.StartPosition) []kgo.Opt {
 	p := c.consumer
-	opts := c.clientOpts(p)
+	opts := c.clientOpts(scopeConsumer)
 	reset := kgo.NewOffset().AtStart()
 	if start == driver.StartNew || must(p.Get("auto.offset.reset")) == "latest" {
 		reset = kgo.NewOffset().AtEnd()

@@ -26,8 +26,21 @@ import (
 )
 
 func init() {
-	driver.Register(driver.Registration{Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalKind: "kafka",
+	driver.Register(driver.Registration{Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalKind: "kafka", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, Acks: true}})
+}
+
+// localListener names the listener of a local Kafka's nodes that a
+// config's security.protocol connects to: "plaintext", "ssl",
+// "sasl_plaintext" or "sasl_ssl". The security settings of commonConfig
+// count, else the producer's.
+func localListener(dc *workload.DriverConfig) string {
+	for _, p := range []workload.Properties{dc.Common, dc.Producer} {
+		if v, ok := p.Get("security.protocol"); ok && v != "" {
+			return strings.ToLower(v)
+		}
+	}
+	return "plaintext"
 }
 
 // Driver talks to one Kafka cluster. It is safe for concurrent use.
@@ -47,12 +60,12 @@ var (
 // New validates dc and connects an admin client. Connection problems show up
 // on the first operation, not here.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
 	cfg.dial = opts.Dial
-	cl, err := kgo.NewClient(cfg.clientOpts(cfg.client)...)
+	cl, err := kgo.NewClient(cfg.clientOpts(scopeClient)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka admin client: %w", err)
 	}
@@ -88,6 +101,9 @@ func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
 }
 
 func (d *Driver) unreachable(err error) error {
+	if advice := securityAdvice(err); advice != "" {
+		return driver.Refused(fmt.Errorf("kafka at %s (%s): %w: %s", strings.Join(d.cfg.seeds, ","), d.cfg.secure[scopeClient].protocol, err, advice))
+	}
 	return fmt.Errorf("kafka at %s: %w (is the broker running? start one with 'brokerbench local up kafka')", strings.Join(d.cfg.seeds, ","), err)
 }
 

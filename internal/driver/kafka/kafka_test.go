@@ -2,8 +2,11 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/pki"
+	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -156,16 +161,29 @@ func TestConfigErrors(t *testing.T) {
 		// The Java client's cross-checks.
 		{"idempotence needs acks=all", workload.DriverConfig{Producer: workload.Properties{{Key: "acks", Value: "1"}, {Key: "enable.idempotence", Value: "true"}}},
 			[]string{"enable.idempotence=true needs acks=all"}},
-		// TLS and SASL are not silently ignored.
-		{"security", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SASL_SSL"}}},
-			[]string{"security.protocol", "PLAINTEXT"}},
+		{"security protocol", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "TLS"}}},
+			[]string{"security.protocol", "SASL_SSL"}},
+		// SASL without a mechanism would be Kerberos in Java.
+		{"sasl without mechanism", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SASL_SSL"}}},
+			[]string{"sasl.mechanism is not set", "GSSAPI"}},
+		{"sasl without user", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "sasl_plaintext"}, {Key: "sasl.mechanism", Value: "PLAIN"}}},
+			[]string{"sasl.jaas.config is not set", "PlainLoginModule"}},
+		{"login module of another mechanism", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SASL_PLAINTEXT"},
+			{Key: "sasl.mechanism", Value: "SCRAM-SHA-256"}, {Key: "sasl.jaas.config", Value: `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";`}}},
+			[]string{"needs org.apache.kafka.common.security.scram.ScramLoginModule"}},
+		{"oauth", workload.DriverConfig{Common: workload.Properties{{Key: "sasl.mechanism", Value: "OAUTHBEARER"}}},
+			[]string{"sasl.mechanism", "SCRAM-SHA-512"}},
+		{"missing trust store", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SSL"}, {Key: "ssl.truststore.location", Value: "/nonexistent/ca.p12"}}},
+			[]string{"ssl.truststore.location", "/nonexistent/ca.p12"}},
+		{"no TLS version left", workload.DriverConfig{Common: workload.Properties{{Key: "security.protocol", Value: "SSL"}, {Key: "ssl.enabled.protocols", Value: "TLSv1,TLSv1.1"}}},
+			[]string{"ssl.enabled.protocols"}},
 		{"serializer", workload.DriverConfig{Producer: workload.Properties{{Key: "value.serializer", Value: "org.apache.kafka.common.serialization.StringSerializer"}}},
 			[]string{"ByteArray"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.dc.Source = "d.yaml"
-			_, err := parseConfig(&tc.dc, []string{"127.0.0.1:1"})
+			_, err := parseConfig(&tc.dc, []string{"127.0.0.1:1"}, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -179,13 +197,106 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseConfig(&workload.DriverConfig{Source: "d.yaml"}, nil); err == nil || !strings.Contains(err.Error(), "bootstrap.servers") {
+	if _, err := parseConfig(&workload.DriverConfig{Source: "d.yaml"}, nil, nil); err == nil || !strings.Contains(err.Error(), "bootstrap.servers") {
 		t.Errorf("missing address not reported: %v", err)
 	}
 }
 
+func TestParseJAAS(t *testing.T) {
+	module, opts, err := parseJAAS(` org.apache.kafka.common.security.scram.ScramLoginModule required
+		username="alice" password="p\"w;x y" tokenauth=true ;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if module != "org.apache.kafka.common.security.scram.ScramLoginModule" || opts["username"] != "alice" || opts["password"] != `p"w;x y` || opts["tokenauth"] != "true" {
+		t.Errorf("parsed %q %q", module, opts)
+	}
+	for in, want := range map[string]string{
+		"":                                    "login module class",
+		"x.PlainLoginModule":                  "control flag",
+		"x.PlainLoginModule mandatory a=b;":   "control flag",
+		`x.PlainLoginModule required a="b"`:   "closing ';'",
+		`x.PlainLoginModule required a="b;`:   "unterminated",
+		`x.PlainLoginModule required a;`:      "key=value",
+		`x.A required a=b; x.B required c=d;`: "only one login module",
+		`x.PlainLoginModule required ="v";`:   "key=value",
+	} {
+		if _, _, err := parseJAAS(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseJAAS(%q) = %v, want an error about %q", in, err, want)
+		}
+	}
+}
+
+func FuzzParseJAAS(f *testing.F) {
+	f.Add(`org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";`)
+	f.Add(`a sufficient k=v k2="x\"y";`)
+	f.Fuzz(func(t *testing.T, s string) {
+		module, opts, err := parseJAAS(s)
+		if err == nil && (module == "" || opts == nil) {
+			t.Errorf("parseJAAS(%q): no error, module %q, options %v", s, module, opts)
+		}
+	})
+}
+
+// TestSecuritySettings checks how the security settings become TLS and
+// SASL: the credentials of the config win over a local cluster's, and a
+// password in sasl.jaas.config is kept out of outputs.
+func TestSecuritySettings(t *testing.T) {
+	ca, err := pki.NewAuthority("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pki.CertPEM(ca.Certificate()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := &driver.Credentials{CAFile: caFile, Username: "local-user", Password: "local-password"}
+	parse := func(props ...string) *security {
+		t.Helper()
+		var p workload.Properties
+		for i := 0; i+1 < len(props); i += 2 {
+			p = append(p, workload.Property{Key: props[i], Value: props[i+1]})
+		}
+		c, err := parseConfig(&workload.DriverConfig{Source: "t", Common: p}, []string{"127.0.0.1:1"}, local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.secure[scopeProducer]
+	}
+	if s := parse(); s.tls != nil || s.mechanism != nil {
+		t.Error("PLAINTEXT got TLS or SASL")
+	}
+	s := parse("security.protocol", "SSL", "ssl.protocol", "TLSv1.2")
+	if s.tls == nil || s.mechanism != nil || s.tls.MaxVersion != tls.VersionTLS12 || s.tls.RootCAs == nil {
+		t.Errorf("SSL with ssl.protocol=TLSv1.2: %+v", s)
+	}
+	if s.tls.InsecureSkipVerify {
+		t.Error("host names are checked by default (ssl.endpoint.identification.algorithm=https)")
+	}
+	if s := parse("security.protocol", "SSL", "ssl.endpoint.identification.algorithm", ""); !s.tls.InsecureSkipVerify || s.tls.VerifyConnection == nil {
+		t.Error("without endpoint identification, the chain must still be verified")
+	}
+	s = parse("security.protocol", "SASL_SSL", "sasl.mechanism", "SCRAM-SHA-512")
+	if s.mechanism == nil || s.mechanism.Name() != "SCRAM-SHA-512" {
+		t.Errorf("mechanism %v", s.mechanism)
+	}
+	s = parse("security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "PLAIN",
+		"sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="cfg-user" password="cfg-password-42";`)
+	if s.tls != nil || s.mechanism.Name() != "PLAIN" {
+		t.Errorf("SASL_PLAINTEXT: %+v", s)
+	}
+	_, msg, _ := s.mechanism.Authenticate(context.Background(), "host")
+	if !strings.Contains(string(msg), "cfg-user") || strings.Contains(string(msg), "local-user") {
+		t.Errorf("PLAIN sends %q: the config's user must win over the local cluster's", msg)
+	}
+	if got := secret.Redact("pw cfg-password-42"); strings.Contains(got, "cfg-password-42") {
+		t.Errorf("the password in sasl.jaas.config is not redacted: %q", got)
+	}
+}
+
 func TestDefaultsFollowJavaClient(t *testing.T) {
-	c, err := parseConfig(&workload.DriverConfig{Source: "t", Producer: workload.Properties{{Key: "acks", Value: "1"}}}, []string{"127.0.0.1:1"})
+	c, err := parseConfig(&workload.DriverConfig{Source: "t", Producer: workload.Properties{{Key: "acks", Value: "1"}}}, []string{"127.0.0.1:1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +308,7 @@ func TestDefaultsFollowJavaClient(t *testing.T) {
 	if c.idempotent() {
 		t.Error("acks=1 must disable idempotence, as in the Java client")
 	}
-	all, _ := parseConfig(&workload.DriverConfig{Source: "t"}, []string{"127.0.0.1:1"})
+	all, _ := parseConfig(&workload.DriverConfig{Source: "t"}, []string{"127.0.0.1:1"}, nil)
 	if !all.idempotent() {
 		t.Error("acks=all defaults to idempotence")
 	}

@@ -46,7 +46,7 @@ func init() {
 	// standard logger, which nothing else in brokerbench uses;
 	// brokerbench reports the errors its calls return instead.
 	log.SetOutput(io.Discard)
-	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: "stream",
+	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: func(*workload.DriverConfig) string { return "stream" },
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
 

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// TestSecuredLocalKafka runs against a local Kafka that brokerbench
+// secures itself: a run whose driver config asks for SASL_SSL with
+// SCRAM-SHA-512 and gives no address or credentials starts a broker
+// serving every protocol and takes its credentials; then, as against a
+// remote cluster, explicit addresses and credentials: mTLS with a Java
+// PKCS12 trust store, SASL_PLAINTEXT with PLAIN and the password from a
+// file. A wrong password and an untrusted certificate fail at once with
+// advice and exit 1. The cluster's password appears in no output.
+func TestSecuredLocalKafka(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
+	defer execute("local", "down", "kafka", "--port", "39695")
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const workload = "name: secured\ntopics: 1\npartitionsPerTopic: 2\nmessageSize: 100\nrate: 1000\nwarmup: 1s\nduration: 2s\n"
+	var printed strings.Builder
+	run := func(want int, driverText string, args ...string) (results.Run, string) {
+		t.Helper()
+		wl := write("wl.yaml", workload+"driver:\n"+driverText)
+		out := filepath.Join(dir, "out", strings.ReplaceAll(t.Name(), "/", "_")+time.Now().Format("150405.000000")+".json")
+		code, stdout, stderr := execute(append([]string{"run", wl, "--out", out, "--quiet"}, args...)...)
+		printed.WriteString(stdout + stderr)
+		if code != want {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, want, stdout, stderr)
+		}
+		if want != ExitOK {
+			return results.Run{}, stderr
+		}
+		res, err := results.Read(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Counts; c.Lost != 0 || c.Acked < 2000 || c.Failed != 0 {
+			t.Errorf("accounting %+v", c)
+		}
+		return *res, stderr
+	}
+
+	res, _ := run(ExitOK, "  driver: kafka\n  commonConfig: {security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512}\n", "--local-port", "39695")
+	if p := res.Driver.Effective["client"].Map()["security.protocol"].Value; p != "SASL_SSL" {
+		t.Errorf("effective security.protocol %q", p)
+	}
+	st := local.NewKafka(39695, 1).Status()
+	sec := st.Security
+	if sec == nil || !st.Running || len(st.Listeners) != 4 {
+		t.Fatalf("the local cluster is not secured and running: %+v", st)
+	}
+	password, err := sec.Password()
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := func(listener string) string { return st.Endpoints(listener)[0] }
+
+	// mTLS on the ssl listener, the authority in a PKCS12 trust store made
+	// by Java's keytool when there is one.
+	trust, trustType := sec.CAFile, "PEM"
+	if keytool, err := exec.LookPath("keytool"); err == nil {
+		trust, trustType = filepath.Join(dir, "ca.p12"), "PKCS12"
+		if out, err := exec.Command(keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", sec.CAFile,
+			"-keystore", trust, "-storetype", "PKCS12", "-storepass", "trust-pass-9").CombinedOutput(); err != nil {
+			t.Fatalf("keytool: %v\n%s", err, out)
+		}
+	}
+	run(ExitOK, `  driver: kafka
+  commonConfig: |
+    bootstrap.servers=`+endpoint("ssl")+`
+    security.protocol=SSL
+    ssl.truststore.location=`+trust+`
+    ssl.truststore.type=`+trustType+`
+    ssl.truststore.password=trust-pass-9
+    ssl.keystore.type=PEM
+    ssl.keystore.location=`+sec.ClientKeyStore+"\n")
+
+	// PLAIN over SASL_PLAINTEXT, the password from a file.
+	plain := "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + sec.Username + "\" password=\"${file:" + sec.PasswordFile + "}\";"
+	run(ExitOK, "  driver: kafka\n  commonConfig: |\n    bootstrap.servers="+endpoint("sasl_plaintext")+"\n    security.protocol=SASL_PLAINTEXT\n    sasl.mechanism=PLAIN\n    sasl.jaas.config="+plain+"\n")
+
+	// A wrong password, and a certificate nobody told brokerbench to trust.
+	started := time.Now()
+	scram := "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + sec.Username + "\" password=\"not-the-password\";"
+	_, stderr := run(ExitRunFailed, "  driver: kafka\n  commonConfig: |\n    bootstrap.servers="+endpoint("sasl_ssl")+"\n    security.protocol=SASL_SSL\n    sasl.mechanism=SCRAM-SHA-512\n    ssl.truststore.type=PEM\n    ssl.truststore.location="+sec.CAFile+"\n    sasl.jaas.config="+scram+"\n")
+	if !strings.Contains(stderr, "SASL_AUTHENTICATION_FAILED") || !strings.Contains(stderr, "check the user name and password in sasl.jaas.config") {
+		t.Errorf("a wrong password: %s", stderr)
+	}
+	if took := time.Since(started); took > 10*time.Second {
+		t.Errorf("a wrong password took %s to report: retried instead of failing", took)
+	}
+	_, stderr = run(ExitRunFailed, "  driver: kafka\n  commonConfig: |\n    bootstrap.servers="+endpoint("ssl")+"\n    security.protocol=SSL\n")
+	if !strings.Contains(stderr, "unknown authority") || !strings.Contains(stderr, "ssl.truststore.location") {
+		t.Errorf("an untrusted certificate: %s", stderr)
+	}
+
+	check := func(what, text string) {
+		if strings.Contains(text, password) {
+			t.Errorf("%s shows the local cluster's password", what)
+		}
+	}
+	check("the printed output", printed.String())
+	err = filepath.WalkDir(filepath.Join(dir, "out"), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		check(path, string(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
