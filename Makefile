@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseTrustStore$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseKeyStore$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/driver/kafka -run '^$$' -fuzz '^FuzzParseJAAS$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

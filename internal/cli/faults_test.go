@@ -73,6 +73,24 @@ driver:
 	if c.Lost != 0 || c.Acked == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked || c.Duplicated != 0 {
 		t.Errorf("accounting after a leader kill with acks=all, RF 3, min.insync 2: %+v", c)
 	}
+	// The brokers' own view, from their JMX exporters, on the same
+	// intervals: messages in while producing, and the under-replicated
+	// partitions gauge. (A 3 s kill is shorter than KRaft's 9 s session
+	// timeout, so the gauge may stay 0; after a 10 s kill it showed
+	// every partition of the restarted node while it caught up.)
+	var in float64
+	urp := false
+	for _, iv := range res.Intervals {
+		if iv.System == nil || iv.Phase != results.Measure {
+			continue
+		}
+		in = max(in, iv.System.Broker["kafka_server_messagesin_per_second"])
+		_, ok := iv.System.Broker["kafka_server_replicamanager_underreplicatedpartitions"]
+		urp = urp || ok
+	}
+	if in < 1000 || !urp {
+		t.Errorf("broker metrics: messages in at most %v/s, under-replicated partitions read: %v", in, urp)
+	}
 	if !strings.Contains(stdout, "fault at ") || !strings.Contains(res.Environment.LocalCluster, "3 brokers") {
 		t.Errorf("summary or environment does not show the fault and the local cluster:\n%s", stdout)
 	}

@@ -33,32 +33,33 @@ func observing(live *livemetrics.Server, next func(results.Interval)) func(resul
 }
 
 type runFlags struct {
-	driverFile   string
-	broker       string
-	duration     time.Duration
-	warmup       time.Duration
-	rate         float64
-	messages     int64
-	out          string
-	ombJSON      string
-	keepTopics   bool
-	interval     time.Duration
-	drainTimeout time.Duration
-	backlogLimit time.Duration
-	maxSendLag   time.Duration
-	findMaxRate  bool
-	slo          string
-	maxSteps     int
-	repeats      int
-	topics       string
-	pprofDir     string
-	metricsAddr  string
-	perNodeHour  float64
-	nodes        int
-	noRecording  bool
-	quiet        bool
-	progress     bool
-	local        localFlags
+	driverFile    string
+	broker        string
+	brokerMetrics []string
+	duration      time.Duration
+	warmup        time.Duration
+	rate          float64
+	messages      int64
+	out           string
+	ombJSON       string
+	keepTopics    bool
+	interval      time.Duration
+	drainTimeout  time.Duration
+	backlogLimit  time.Duration
+	maxSendLag    time.Duration
+	findMaxRate   bool
+	slo           string
+	maxSteps      int
+	repeats       int
+	topics        string
+	pprofDir      string
+	metricsAddr   string
+	perNodeHour   float64
+	nodes         int
+	noRecording   bool
+	quiet         bool
+	progress      bool
+	local         localFlags
 }
 
 func newRunCmd(io IO) *cobra.Command {
@@ -109,6 +110,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.driverFile, "driver", "d", "", "driver config file (OMB or brokerbench format); default: the workload's inline driver, else Kafka")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es), comma-separated; overrides the driver config")
+	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' Prometheus endpoints (http://host:port/metrics), comma-separated, read at every interval into the results (default: the local cluster's own, for Kafka its JMX exporter)")
 	fl.DurationVar(&f.duration, "duration", 0, "override the measurement duration (e.g. 30s)")
 	fl.DurationVar(&f.warmup, "warmup", 0, "override the warmup duration (e.g. 5s)")
 	fl.Float64Var(&f.rate, "rate", 0, "override the total producer rate in msg/s (0 = max rate)")
@@ -197,6 +199,10 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	sig := watchInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
 	tgt := newTarget(io, f.broker, f.local)
+	if err := checkMetricsURLs(f.brokerMetrics); err != nil {
+		return err
+	}
+	tgt.metricsURLs = f.brokerMetrics
 	tgt.wantCluster(f.local.brokers, nil, w)
 	tgt.local.links = tgt.local.links || f.local.links
 	reg, known := driver.Lookup(dc.Name)

@@ -26,14 +26,15 @@ import (
 )
 
 type studyFlags struct {
-	list        bool
-	scale       string
-	out         string
-	broker      string
-	progress    bool
-	quiet       bool
-	metricsAddr string
-	local       localFlags
+	list          bool
+	scale         string
+	out           string
+	broker        string
+	brokerMetrics []string
+	progress      bool
+	quiet         bool
+	metricsAddr   string
+	local         localFlags
 }
 
 func newStudyCmd(io IO) *cobra.Command {
@@ -75,6 +76,7 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVar(&f.scale, "scale", "quick", "quick (minutes) or full (the published durations)")
 	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
+	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' Prometheus endpoints (http://host:port/metrics), comma-separated, read at every interval into the results (default: the local cluster's own, for Kafka its JMX exporter)")
 	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval of every run (as 'run' does by default)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live figures of the run in progress for Prometheus on http://ADDR/metrics while the study lasts")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines and no line per run: only the study's outcome (as 'run --quiet')")
@@ -101,6 +103,10 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		chat.Err = goio.Discard
 	}
 	tgt := newTarget(chat, f.broker, f.local)
+	if err := checkMetricsURLs(f.brokerMetrics); err != nil {
+		return "", err
+	}
+	tgt.metricsURLs = f.brokerMetrics
 	// A local target builds clusters of any size up to maxLocalBrokers.
 	brokers := maxLocalBrokers
 	switch {

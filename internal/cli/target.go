@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -33,6 +35,9 @@ type target struct {
 	fresh bool
 	// network shapes the local cluster's links; nil: none.
 	network *workload.Network
+	// metricsURLs are the brokers' Prometheus endpoints given on the
+	// command line (--broker-metrics); none: the local nodes'.
+	metricsURLs []string
 }
 
 // takeFresh reports whether the local cluster was just started, once.
@@ -40,6 +45,18 @@ func (t *target) takeFresh() bool {
 	f := t.fresh
 	t.fresh = false
 	return f
+}
+
+// checkMetricsURLs checks the brokers' metrics endpoints given with
+// --broker-metrics.
+func checkMetricsURLs(urls []string) error {
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return usageError{fmt.Errorf("--broker-metrics: %q is not an http(s) URL of a Prometheus endpoint, such as http://10.0.0.5:7071/metrics", u)}
+		}
+	}
+	return nil
 }
 
 func newTarget(io IO, broker string, local localFlags) *target {
@@ -336,24 +353,43 @@ func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 	return cs.Brokers(ctx)
 }
 
-// systemSampler samples this machine, and every node's process when the
-// target is a local cluster. It reads the nodes' PIDs now: a node
-// restarted by a fault is sampled again under its new PID only by the
-// next run.
+// systemSampler samples this machine, every node's process when the
+// target is a local cluster, and the brokers' metrics endpoints: the local
+// nodes' "metrics" listeners, or those given with --broker-metrics. It
+// reads the nodes' PIDs now: a node restarted by a fault is sampled again
+// under its new PID only by the next run.
 func (t *target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
+	var endpoints []brokermetrics.Target
+	for i, u := range t.metricsURLs {
+		endpoints = append(endpoints, brokermetrics.Target{Node: i + 1, URL: u})
+	}
 	if t.cluster != nil {
 		st := t.cluster.Status()
 		for _, n := range st.Nodes {
 			if n.Running {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
+			if port, ok := n.Ports["metrics"]; ok && len(t.metricsURLs) == 0 {
+				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: fmt.Sprintf("http://%s:%d/metrics", n.Host, port)})
+			}
 		}
 		if p := st.LinkProxy; p != nil && p.Running {
 			nodes = append(nodes, sysmetrics.Node{PID: p.PID, LinkProxy: true})
 		}
 	}
-	return sysmetrics.New(nodes).Sample
+	sys := sysmetrics.New(nodes)
+	if len(endpoints) == 0 {
+		return sys.Sample
+	}
+	scraper := brokermetrics.New(endpoints)
+	return func() *results.System {
+		s := sys.Sample()
+		if s != nil {
+			s.Broker = scraper.Sample()
+		}
+		return s
+	}
 }
 
 // describe records where and how res was measured.

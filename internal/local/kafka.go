@@ -25,6 +25,11 @@ const KafkaVersion = "4.3.1"
 // log4jVersion is the log4j2 binding matching Kafka's slf4j 1.7 API.
 const log4jVersion = "2.24.3"
 
+// jmxExporterVersion is the Prometheus JMX exporter agent every broker
+// runs with, serving its metrics (the newest release Maven Central serves
+// here).
+const jmxExporterVersion = "1.0.1"
+
 // ErrPrerequisite reports a missing tool needed to install a broker.
 var ErrPrerequisite = errors.New("missing prerequisite")
 
@@ -60,6 +65,11 @@ func (Kafka) Product() string { return "Apache Kafka" }
 // Version implements Kind.
 func (Kafka) Version() string { return KafkaVersion }
 
+// jmxExporterJar is the Prometheus JMX exporter agent, under cacheDir.
+func jmxExporterJar(cacheDir string) string {
+	return filepath.Join(cacheDir, "kafka-"+KafkaVersion, "agent", "jmx_prometheus_javaagent-"+jmxExporterVersion+".jar")
+}
+
 // KafkaLibDir is where the Kafka jars are, under cacheDir.
 func KafkaLibDir(cacheDir string) string {
 	return filepath.Join(cacheDir, "kafka-"+KafkaVersion, "lib")
@@ -74,7 +84,7 @@ func (Kafka) Install(ctx context.Context, cacheDir string, logf func(string, ...
 	dist := filepath.Dir(KafkaLibDir(cacheDir))
 	done := filepath.Join(dist, ".complete")
 	if _, err := os.Stat(done); err == nil {
-		return nil
+		return installJMXExporter(ctx, cacheDir, logf)
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
@@ -101,7 +111,38 @@ func (Kafka) Install(ctx context.Context, cacheDir string, logf func(string, ...
 	if _, err := os.Stat(filepath.Join(KafkaLibDir(cacheDir), "kafka_2.13-"+KafkaVersion+".jar")); err != nil {
 		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", KafkaLibDir(cacheDir))
 	}
-	return os.WriteFile(done, []byte(KafkaVersion+"\n"), 0o644)
+	if err := os.WriteFile(done, []byte(KafkaVersion+"\n"), 0o644); err != nil {
+		return err
+	}
+	return installJMXExporter(ctx, cacheDir, logf)
+}
+
+// installJMXExporter downloads the Prometheus JMX exporter agent from
+// Maven Central, unless already there.
+func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	jar := jmxExporterJar(cacheDir)
+	if _, err := os.Stat(jar); err == nil {
+		return nil
+	}
+	mvn, err := exec.LookPath("mvn")
+	if err != nil {
+		return fmt.Errorf("%w: Maven (mvn) is needed to download the Prometheus JMX exporter from Maven Central: install it (Debian: apt-get install maven)", ErrPrerequisite)
+	}
+	dist := filepath.Dir(KafkaLibDir(cacheDir))
+	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
+		return err
+	}
+	logf("installing the Prometheus JMX exporter %s from Maven Central into %s", jmxExporterVersion, filepath.Dir(jar))
+	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "-s", "settings.xml", "dependency:copy",
+		"-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:"+jmxExporterVersion, "-DoutputDirectory="+filepath.Dir(jar))
+	cmd.Dir = dist
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("download the Prometheus JMX exporter %s with Maven: %w\n%s", jmxExporterVersion, err, lastLines(string(out), 20))
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return fmt.Errorf("Maven finished but %s is missing", jar)
+	}
+	return nil
 }
 
 var javaVersionRE = regexp.MustCompile(`version "(\d+)`)
@@ -162,6 +203,7 @@ func (Kafka) Layout(c *Cluster) []*Node {
 		for _, key := range kafkaListenerPorts(c) {
 			n.Ports[key] = 0
 		}
+		n.Ports["metrics"] = 0 // the JMX exporter's
 		if c.Controllers == 0 && i <= voters {
 			n.Roles = append(n.Roles, "controller")
 			n.Ports["controller"] = 0
@@ -193,6 +235,9 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			return fmt.Errorf("write node %d config: %w", n.ID, err)
 		}
 		if err := os.WriteFile(n.ConfigFile("log4j2.properties"), []byte(kafkaLog4j), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(n.ConfigFile("jmx-exporter.yaml"), []byte(kafkaJMXRules), 0o644); err != nil {
 			return err
 		}
 	}
@@ -326,8 +371,54 @@ func (Kafka) Command(c *Cluster, n *Node) []string {
 	if !n.HasRole("broker") {
 		heap = 256
 	}
-	return kafkaJava(c, n, heap, "kafka.Kafka", n.ConfigFile("server.properties"))
+	argv := kafkaJava(c, n, heap, "kafka.Kafka", n.ConfigFile("server.properties"))
+	if port, ok := n.Ports["metrics"]; ok {
+		agent := fmt.Sprintf("-javaagent:%s=%s:%d:%s", jmxExporterJar(c.CacheDir), n.Host, port, n.ConfigFile("jmx-exporter.yaml"))
+		argv = append(argv[:1:1], append([]string{agent}, argv[1:]...)...)
+	}
+	return argv
 }
+
+// kafkaJMXRules is the JMX exporter's config: the broker metrics the
+// reference studies read, named by Prometheus conventions. Only the MBeans
+// named are read, so a scrape takes milliseconds.
+const kafkaJMXRules = `# Written by brokerbench: the broker metrics read during runs.
+lowercaseOutputName: true
+includeObjectNames:
+  - "kafka.server:type=BrokerTopicMetrics,name=*"
+  - "kafka.server:type=ReplicaManager,name=*"
+  - "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*"
+  - "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*"
+  - "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs"
+  - "kafka.controller:type=KafkaController,name=*"
+rules:
+  - pattern: 'kafka.server<type=BrokerTopicMetrics, name=(MessagesIn|BytesIn|BytesOut)PerSec><>Count'
+    name: kafka_server_$1_total
+    type: COUNTER
+  - pattern: 'kafka.server<type=ReplicaManager, name=(IsrShrinks|IsrExpands)PerSec><>Count'
+    name: kafka_server_replicamanager_$1_total
+    type: COUNTER
+  - pattern: 'kafka.server<type=ReplicaManager, name=(UnderReplicatedPartitions|UnderMinIsrPartitionCount|OfflineReplicaCount|LeaderCount|PartitionCount)><>Value'
+    name: kafka_server_replicamanager_$1
+    type: GAUGE
+  - pattern: 'kafka.network<type=RequestMetrics, name=RequestsPerSec, request=(Produce|FetchConsumer|Fetch), version=(\d+)><>Count'
+    name: kafka_network_requests_total
+    labels: {request: "$1"}
+    type: COUNTER
+  - pattern: 'kafka.network<type=RequestMetrics, name=TotalTimeMs, request=(Produce|FetchConsumer|Fetch)><>99thPercentile'
+    name: kafka_network_request_total_time_ms_p99
+    labels: {request: "$1"}
+    type: GAUGE
+  - pattern: 'kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>Count'
+    name: kafka_log_flushes_total
+    type: COUNTER
+  - pattern: 'kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>99thPercentile'
+    name: kafka_log_flush_time_ms_p99
+    type: GAUGE
+  - pattern: 'kafka.controller<type=KafkaController, name=(ActiveControllerCount|OfflinePartitionsCount)><>Value'
+    name: kafka_controller_$1
+    type: GAUGE
+`
 
 // Ready implements Kind: every broker is registered, and the consumer
 // offsets topic (created on demand here) has every replica in sync. It

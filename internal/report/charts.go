@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -473,6 +475,7 @@ func (in *Input) Charts() ([]Chart, error) {
 			{"broker-memory", "Broker process resident memory", "MB", broker(func(s *results.System) float64 { return s.BrokerRSSMB })},
 		}...)
 	}
+	steps = append(steps, in.brokerMetricCharts()...)
 	for _, s := range steps {
 		if err := add(in.timeSeries(s.name, s.title, s.y, s.v)); err != nil {
 			return nil, err
@@ -494,6 +497,67 @@ func (in *Input) Charts() ([]Chart, error) {
 		}
 	}
 	return charts, nil
+}
+
+// brokerMetricCharts charts the brokers' own metrics, one chart per series
+// (name and labels) that changed during some run: a figure that stayed
+// the same throughout (a partition count, or under-replicated partitions
+// that stayed 0) says nothing over time. Series sort by name.
+func (in *Input) brokerMetricCharts() []timeChart {
+	lo, hi := map[string]float64{}, map[string]float64{}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			for _, iv := range r.Intervals {
+				if iv.System == nil || iv.Phase == results.Drain {
+					continue
+				}
+				for k, v := range iv.System.Broker {
+					if _, ok := lo[k]; !ok {
+						lo[k], hi[k] = v, v
+					}
+					lo[k], hi[k] = min(lo[k], v), max(hi[k], v)
+				}
+			}
+		}
+	}
+	var charts []timeChart
+	for _, k := range slices.Sorted(maps.Keys(lo)) {
+		if lo[k] == hi[k] {
+			continue
+		}
+		unit := "as reported"
+		if strings.Contains(k, "_per_second") {
+			unit = "per second"
+		}
+		charts = append(charts, timeChart{"broker-" + chartFileName(k), "Broker metric " + k, unit, func(iv results.Interval) float64 {
+			if iv.System == nil {
+				return math.NaN()
+			}
+			v, ok := iv.System.Broker[k]
+			if !ok {
+				return math.NaN()
+			}
+			return v
+		}})
+	}
+	return charts
+}
+
+// chartFileName makes a series key a file name: letters, digits and
+// dashes.
+func chartFileName(key string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(key) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
 }
 
 // hasSystem reports whether any run sampled system metrics.

@@ -2,11 +2,14 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/results"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -65,5 +68,47 @@ func TestLegendBelowPlot(t *testing.T) {
 	colWidth := (chartWidth - legendLeftMargin) / vg.Length(l.cols)
 	if textWidth := l.style.ThumbnailWidth + l.style.TextStyle.Rectangle(" "+entries[11].label).Max.X; colWidth < textWidth {
 		t.Errorf("columns %.1f pt wide, a label needs %.1f", float64(colWidth), float64(textWidth))
+	}
+}
+
+// TestBrokerMetricCharts: every broker series that changed gets a chart
+// with the fault markers; one that stayed the same gets none.
+func TestBrokerMetricCharts(t *testing.T) {
+	r := fixtureRun("kill", 1024, 1, 1000, 5)
+	r.Faults = []results.FaultEvent{{AtSeconds: 2, Action: "kill leader"}}
+	for i := range r.Intervals {
+		urp := 0.0
+		if i >= 2 {
+			urp = 6
+		}
+		r.Intervals[i].System = &results.System{CPUUser: 40, ClientCPU: 30, BrokerSampled: true, BrokerCPU: 80, BrokerRSSMB: 900, DiskWriteMBps: 5, NetRxMBps: 9, Broker: map[string]float64{
+			"kafka_server_messagesin_per_second":                    float64(1000 - 100*i),
+			"kafka_server_replicamanager_underreplicatedpartitions": urp,
+			"kafka_server_replicamanager_partitioncount":            12,
+		}}
+	}
+	in := &Input{Title: "broker", Groups: []*Group{{Label: "kill", Runs: []*results.Run{r}}}}
+	charts, err := in.Charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Chart{}
+	for _, c := range charts {
+		if strings.HasPrefix(c.Name, "broker-kafka") {
+			got[c.Name] = c
+		}
+	}
+	for _, name := range []string{"broker-kafka-server-messagesin-per-second", "broker-kafka-server-replicamanager-underreplicatedpartitions"} {
+		c, ok := got[name]
+		if !ok {
+			t.Errorf("no chart %s among %v", name, slices.Collect(maps.Keys(got)))
+			continue
+		}
+		if !strings.Contains(string(c.SVG), "fault: kill leader") {
+			t.Errorf("chart %s has no fault marker", name)
+		}
+	}
+	if _, ok := got["broker-kafka-server-replicamanager-partitioncount"]; ok || len(got) != 2 {
+		t.Errorf("charts %v: a series that never changed is charted", slices.Collect(maps.Keys(got)))
 	}
 }

@@ -211,6 +211,11 @@ type System struct {
 	// links (percent of one core), when it has them: work the proxies
 	// took from the brokers and the load generator.
 	LinkProxyCPU float64 `json:"linkProxyCpu,omitempty"`
+	// Broker holds the brokers' own metrics, read from their Prometheus
+	// endpoints at the end of the interval, by series (name and labels):
+	// counters as rates per second ("..._per_second"), gauges as read,
+	// summed over nodes (times and percentiles: the largest node's).
+	Broker map[string]float64 `json:"broker,omitempty"`
 }
 
 // NodeSystem is one broker node's resource use: CPU as a percentage of one

@@ -967,6 +967,7 @@ func (r *run) closeWhenConsumed(ctx context.Context, n int64, done chan<- struct
 func meanSystem(intervals []results.Interval) *results.System {
 	var sum results.System
 	n := 0
+	broker, brokerN := map[string]float64{}, map[string]int{}
 	for _, iv := range intervals {
 		s := iv.System
 		if s == nil || (iv.Phase != results.Measure && iv.Phase != results.BacklogDrain) {
@@ -987,12 +988,22 @@ func meanSystem(intervals []results.Interval) *results.System {
 		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
 		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
 		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
+		for k, v := range s.Broker {
+			broker[k] += v
+			brokerN[k]++
+		}
 	}
 	if n == 0 {
 		return nil
 	}
+	for k := range broker {
+		broker[k] /= float64(brokerN[k])
+	}
+	if len(broker) == 0 {
+		broker = nil
+	}
 	f := float64(n)
-	return &results.System{
+	return &results.System{Broker: broker,
 		CPUUser: sum.CPUUser / f, CPUSystem: sum.CPUSystem / f, CPUIowait: sum.CPUIowait / f, CPUIdle: sum.CPUIdle / f,
 		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
 		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,

@@ -1,0 +1,215 @@
+// Package brokermetrics reads brokers' own metrics from their Prometheus
+// endpoints during a run, so that results hold the broker's view (messages
+// in, request rates, under-replicated partitions) beside the client's, on
+// the same intervals.
+package brokermetrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Target is one node's metrics endpoint (http://host:port/metrics).
+type Target struct {
+	Node int
+	URL  string
+}
+
+// scrapeTimeout bounds one scrape of all targets: a sample is taken at the
+// end of every interval, so a slow endpoint must not hold the next one up.
+const scrapeTimeout = 400 * time.Millisecond
+
+// maxBody bounds what is read from one endpoint.
+const maxBody = 8 << 20
+
+// Scraper samples targets. It is not safe for concurrent use.
+type Scraper struct {
+	targets []Target
+	client  *http.Client
+	// last holds each node's previous counter values and when they were
+	// read.
+	last map[int]reading
+}
+
+type reading struct {
+	at     time.Time
+	values map[string]float64 // series key -> value, counters only
+}
+
+// New returns a scraper of targets and takes a first reading, so that
+// the first Sample has rates.
+func New(targets []Target) *Scraper {
+	s := &Scraper{targets: targets, client: &http.Client{Timeout: scrapeTimeout}, last: map[int]reading{}}
+	s.Sample()
+	return s
+}
+
+// Sample reads every target and returns the cluster's figures since the
+// previous call, by series: counters (names ending in _total) as rates
+// per second under their name without the suffix, plus "_per_second";
+// gauges as read. Both are summed over nodes, except gauges whose name
+// says they are times or percentiles ("_ms", "quantile"), which take the
+// largest node's. A target that cannot be read is left out of that
+// sample; nil when no target could be read.
+func (s *Scraper) Sample() map[string]float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	type result struct {
+		node     int
+		at       time.Time
+		counters map[string]float64
+		gauges   map[string]float64
+		err      error
+	}
+	results := make([]result, len(s.targets))
+	var wg sync.WaitGroup
+	for i, t := range s.targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, g, err := s.scrape(ctx, t.URL)
+			results[i] = result{node: t.Node, at: time.Now(), counters: c, gauges: g, err: err}
+		}()
+	}
+	wg.Wait()
+	out := map[string]float64{}
+	read := false
+	for _, r := range results {
+		if r.err != nil {
+			continue
+		}
+		read = true
+		for k, v := range r.gauges {
+			if worstOf(k) {
+				out[k] = max(out[k], v)
+			} else {
+				out[k] += v
+			}
+		}
+		prev, ok := s.last[r.node]
+		s.last[r.node] = reading{at: r.at, values: r.counters}
+		if !ok {
+			continue
+		}
+		dt := r.at.Sub(prev.at).Seconds()
+		for k, v := range r.counters {
+			before, seen := prev.values[k]
+			if !seen || dt <= 0 {
+				continue
+			}
+			delta := v - before
+			if delta < 0 {
+				delta = v // the counter was reset: the node restarted
+			}
+			out[rateKey(k)] += delta / dt
+		}
+	}
+	if !read {
+		return nil
+	}
+	return out
+}
+
+// rateKey is the key of a counter's rate: its name without "_total",
+// with "_per_second", then its labels.
+func rateKey(counter string) string {
+	name, labels, _ := strings.Cut(counter, "{")
+	if labels != "" {
+		labels = "{" + labels
+	}
+	return strings.TrimSuffix(name, "_total") + "_per_second" + labels
+}
+
+// worstOf reports whether a gauge is a time or a percentile, which do not
+// add up across nodes.
+func worstOf(key string) bool {
+	return strings.Contains(key, "_ms") || strings.Contains(key, "quantile")
+}
+
+func (s *Scraper) scrape(ctx context.Context, url string) (counters, gauges map[string]float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return Parse(io.LimitReader(resp.Body, maxBody))
+}
+
+// Parse reads Prometheus's text format and returns its counters and
+// gauges by series key: the metric's name and its labels but "version"
+// (sorted, name="value" in braces), summed over series that differ only
+// in labels left out. Untyped samples count as gauges; summaries and
+// histograms are skipped, and so are the runtime's metrics (JVM, Go,
+// process, exporter).
+func Parse(r io.Reader) (counters, gauges map[string]float64, err error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	counters, gauges = map[string]float64{}, map[string]float64{}
+	for name, f := range families {
+		if runtimeFamily(name) {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := seriesKey(name, m.GetLabel())
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				counters[key] += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				gauges[key] += m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				gauges[key] += m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return counters, gauges, nil
+}
+
+// runtimePrefixes name the metrics of the runtime a broker runs in (the
+// JVM, the Go runtime, the process, the exporter itself), left out: they
+// are many, and brokerbench samples the broker processes' CPU and memory
+// itself.
+var runtimePrefixes = []string{"jvm_", "process_", "jmx_", "go_", "promhttp_"}
+
+func runtimeFamily(name string) bool {
+	for _, p := range runtimePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func seriesKey(name string, labels []*dto.LabelPair) string {
+	var parts []string
+	for _, l := range labels {
+		if l.GetName() == "version" {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	if len(parts) == 0 {
+		return name
+	}
+	sort.Strings(parts)
+	return name + "{" + strings.Join(parts, ",") + "}"
+}

@@ -1,0 +1,103 @@
+package brokermetrics
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// node serves a counter that grows by step per scrape and fixed gauges.
+func node(t *testing.T, start, step float64, urp, p99 float64) (*httptest.Server, *atomic.Int64) {
+	var scrapes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := scrapes.Add(1) - 1
+		fmt.Fprintf(w, `# TYPE kafka_server_messagesin_total counter
+kafka_server_messagesin_total %g
+# TYPE kafka_network_requests_total counter
+kafka_network_requests_total{request="Produce",version="9"} %g
+kafka_network_requests_total{request="Produce",version="11"} %g
+# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge
+kafka_server_replicamanager_underreplicatedpartitions %g
+# TYPE kafka_network_request_total_time_ms gauge
+kafka_network_request_total_time_ms{request="Produce",quantile="0.99"} %g
+# TYPE jvm_memory_used_bytes gauge
+jvm_memory_used_bytes{area="heap"} 1e9
+`, start+step*float64(n), float64(n), float64(n), urp, p99)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &scrapes
+}
+
+func TestSampleRatesAndGauges(t *testing.T) {
+	a, _ := node(t, 1000, 500, 2, 7)
+	b, _ := node(t, 0, 100, 1, 30)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	s := New([]Target{{1, a.URL}, {2, b.URL}, {3, dead.URL}})
+	time.Sleep(50 * time.Millisecond)
+	got := s.Sample()
+	if got == nil {
+		t.Fatal("no sample")
+	}
+	// 600 messages in across the nodes since the first reading, in about
+	// 50 ms or a little more.
+	rate := got["kafka_server_messagesin_per_second"]
+	if rate <= 0 || rate > 600/0.05 {
+		t.Errorf("messages in per second %v, want (0, %v]", rate, 600/0.05)
+	}
+	// Each node's rate has its own interval (its scrape's time), so the
+	// ratio of the sums is near, not exactly, 4 in 600.
+	if r := got[`kafka_network_requests_per_second{request="Produce"}`]; math.Abs(r-rate*4/600) > rate*4/600*0.25 {
+		t.Errorf("produce requests per second %v: both versions of both nodes must add up to 4 per scrape interval, as %v", r, rate*4/600)
+	}
+	if v := got["kafka_server_replicamanager_underreplicatedpartitions"]; v != 3 {
+		t.Errorf("under-replicated partitions %v, want the nodes' sum 3", v)
+	}
+	if v := got[`kafka_network_request_total_time_ms{quantile="0.99",request="Produce"}`]; v != 30 {
+		t.Errorf("p99 time %v, want the slowest node's 30", v)
+	}
+	if _, ok := got["kafka_server_messagesin_total"]; ok {
+		t.Error("a counter's raw value is in the sample")
+	}
+	if _, ok := got[`jvm_memory_used_bytes{area="heap"}`]; ok {
+		t.Error("the JVM's metrics are in the sample")
+	}
+}
+
+func TestSampleCounterReset(t *testing.T) {
+	var value atomic.Int64
+	value.Store(1_000_000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "# TYPE m_total counter\nm_total %d\n", value.Load())
+	}))
+	defer srv.Close()
+	s := New([]Target{{1, srv.URL}})
+	value.Store(10) // the node restarted
+	time.Sleep(20 * time.Millisecond)
+	got := s.Sample()
+	if r := got["m_per_second"]; r <= 0 || r > 10/0.02 {
+		t.Errorf("rate after a reset %v: want the new count over the interval, not a negative rate", r)
+	}
+}
+
+func TestNoTargetReadable(t *testing.T) {
+	if got := New([]Target{{1, "http://127.0.0.1:1/metrics"}}).Sample(); got != nil {
+		t.Errorf("an unreachable target gave %v", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("# TYPE a_total counter\na_total{x=\"1\"} 3\n# TYPE g gauge\ng 1.5\nu 2\n")
+	f.Add("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, g, err := Parse(strings.NewReader(text))
+		if err == nil && (c == nil || g == nil) {
+			t.Error("no error and nil maps")
+		}
+	})
+}
