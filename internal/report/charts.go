@@ -27,6 +27,49 @@ type Chart struct {
 	Title   string
 	Caption string
 	SVG     []byte
+	// Plot, if set, is the chart's data, which the page draws again as
+	// an interactive chart (the SVG stays the export).
+	Plot *Plot
+}
+
+// Plot is a line chart's data: its axes, lines and fault markers.
+type Plot struct {
+	XLabel string       `json:"xLabel"`
+	YLabel string       `json:"yLabel"`
+	LogX   bool         `json:"logX,omitempty"`
+	LogY   bool         `json:"logY,omitempty"`
+	Series []PlotSeries `json:"series"`
+	Marks  []PlotMark   `json:"marks,omitempty"`
+}
+
+// PlotSeries is one line: its points, x ascending.
+type PlotSeries struct {
+	Label string    `json:"label"`
+	X     []float64 `json:"x"`
+	Y     []float64 `json:"y"`
+}
+
+// PlotMark is a vertical marker: a fault at a time.
+type PlotMark struct {
+	At    float64 `json:"at"`
+	Label string  `json:"label"`
+}
+
+// newPlot returns the data of a chart drawn from ss (labels as the chart
+// shows them) and marks.
+func newPlot(xLabel, yLabel string, logX, logY bool, ss []series, marks []faultMark) *Plot {
+	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: logX, LogY: logY}
+	for _, s := range ss {
+		ps := PlotSeries{Label: s.label}
+		for _, pt := range s.xy {
+			ps.X, ps.Y = append(ps.X, pt.X), append(ps.Y, pt.Y)
+		}
+		p.Series = append(p.Series, ps)
+	}
+	for _, m := range marks {
+		p.Marks = append(p.Marks, PlotMark{At: m.at, Label: m.label})
+	}
+	return p
 }
 
 // series is one line of a chart.
@@ -278,8 +321,10 @@ func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.In
 			ss = append(ss, s)
 		}
 	}
-	svg, err := render(title, "time since producing started (s)", yLabel, false, false, ss, in.faultMarks()...)
-	return Chart{Name: name, Title: title, SVG: svg}, err
+	const xLabel = "time since producing started (s)"
+	marks := in.faultMarks()
+	svg, err := render(title, xLabel, yLabel, false, false, ss, marks...)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, false, false, ss, marks)}, err
 }
 
 // faultMarks are the fault events of every run, as chart markers.
@@ -323,8 +368,9 @@ func (in *Input) percentileChart(name, title string, encoded func(r *results.Run
 	if len(ss) == 0 {
 		return Chart{}, false, nil
 	}
-	svg, err := render(title, "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99, 1000 = p99.9", "latency (ms)", true, true, ss)
-	return Chart{Name: name, Title: title, SVG: svg,
+	const xLabel, yLabel = "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99, 1000 = p99.9", "latency (ms)"
+	svg, err := render(title, xLabel, yLabel, true, true, ss)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, true, true, ss, nil),
 		Caption: "Each line is one run's measured latency distribution, read from its HdrHistogram."}, true, err
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"os"
@@ -18,6 +19,16 @@ import (
 
 //go:embed report.html.tmpl
 var pageTemplate string
+
+// The charting library the page draws interactive charts with: uPlot
+// (MIT, assets/uPlot-LICENSE), 51 KB minified, inlined so that the page
+// opens offline.
+var (
+	//go:embed assets/uPlot.iife.min.js
+	uPlotJS string
+	//go:embed assets/uPlot.min.css
+	uPlotCSS string
+)
 
 // AccountingTable has a row per run with its message accounting.
 func (in *Input) AccountingTable() *Table {
@@ -151,6 +162,11 @@ type page struct {
 	// Losses name every run that lost acknowledged messages, or whose
 	// broker stores another number than it acknowledged: shown first.
 	Losses []string
+	// ChartJS and ChartCSS are the charting library, inlined.
+	ChartJS  template.JS
+	ChartCSS template.CSS
+	// Palette is the charts' line colours, as CSS colours.
+	Palette []string
 }
 
 // Losses names every run that lost acknowledged messages, or whose broker
@@ -180,6 +196,8 @@ type pageChart struct {
 	Chart
 	SVG  template.HTML
 	File string
+	// PlotJSON is the chart's data for the interactive view ("" without).
+	PlotJSON string
 }
 
 type skippedRun struct{ Key, Reason string }
@@ -222,6 +240,11 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
 		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
 	pg.MemoryGiB = formatNum(float64(pg.Env.MemoryBytes)/(1<<30), 1)
+	pg.ChartJS, pg.ChartCSS = template.JS(uPlotJS), template.CSS(uPlotCSS)
+	for _, c := range palette {
+		r, g, b, _ := c.RGBA()
+		pg.Palette = append(pg.Palette, fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8))
+	}
 	pg.Losses = in.Losses()
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
@@ -263,7 +286,15 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 		if err := writeFile(c.Name+".svg", c.SVG); err != nil {
 			return nil, err
 		}
-		pg.Charts = append(pg.Charts, pageChart{Chart: c, SVG: template.HTML(c.SVG), File: c.Name + ".svg"})
+		pc := pageChart{Chart: c, SVG: template.HTML(c.SVG), File: c.Name + ".svg"}
+		if c.Plot != nil {
+			data, err := json.Marshal(c.Plot)
+			if err != nil {
+				return nil, fmt.Errorf("chart %s: %w", c.Name, err)
+			}
+			pc.PlotJSON = string(data)
+		}
+		pg.Charts = append(pg.Charts, pc)
 	}
 	for _, s := range in.Skipped {
 		pg.Skipped = append(pg.Skipped, skippedRun{s.Key, s.Reason})

@@ -205,15 +205,28 @@ func TestReportInChromium(t *testing.T) {
 		return o.String(), e.String()
 	}
 	dom, logs := run("--dump-dom")
-	figures := regexp.MustCompile(`(?s)<figure class="chart" id="chart-([^"]+)">(.*?)</figure>`).FindAllStringSubmatch(dom, -1)
+	figures := regexp.MustCompile(`(?s)<figure class="chart" id="chart-([^"]+)"([^>]*)>(.*?)</figure>`).FindAllStringSubmatch(dom, -1)
 	charts, _ := in.Charts()
 	if len(figures) != len(charts) || len(figures) < 7 {
 		t.Fatalf("the page shows %d charts, the report has %d", len(figures), len(charts))
 	}
+	interactive := 0
 	for _, f := range figures {
-		if !strings.Contains(f[2], "<svg") || strings.Count(f[2], "<path") < 5 {
-			t.Errorf("chart %s rendered empty", f[1])
+		if !strings.Contains(f[3], "<svg") || strings.Count(f[3], "<path") < 5 {
+			t.Errorf("chart %s has no SVG, or an empty one", f[1])
 		}
+		if !strings.Contains(f[2], "data-plot") {
+			continue
+		}
+		// Drawn again by uPlot: a canvas, and a legend with one entry
+		// per line besides the x axis's.
+		interactive++
+		if !strings.Contains(f[3], "<canvas") || strings.Count(f[3], "u-series") < 2 {
+			t.Errorf("chart %s was not drawn interactively", f[1])
+		}
+	}
+	if interactive < 7 {
+		t.Errorf("%d interactive charts: every time series and distribution must be one", interactive)
 	}
 	for _, want := range []string{"50,293 (49,805–50,781)", "597,656", "Runs not made", "cluster capability", "Cost per billion msgs"} {
 		if !strings.Contains(dom, want) {
