@@ -226,6 +226,21 @@ driver:
 	if c := res.Counts; c.Lost != 0 || c.Acked < 10000 || c.Failed != 0 {
 		t.Errorf("accounting after killing one of three quorum queue replicas: %+v", c)
 	}
+	// The nodes' Prometheus plugin: messages received, on the intervals.
+	received := 0.0
+	for _, iv := range res.Intervals {
+		if iv.System == nil || iv.Phase != results.Measure {
+			continue
+		}
+		for k, v := range iv.System.Broker {
+			if strings.HasPrefix(k, "rabbitmq_global_messages_received_per_second") {
+				received = max(received, v)
+			}
+		}
+	}
+	if received < 500 {
+		t.Errorf("broker metrics: RabbitMQ received at most %v msg/s by its own count, sent 1000/s", received)
+	}
 	if !status.Running || len(status.Nodes) != 3 {
 		t.Fatalf("after the run the cluster is not whole: %+v", status)
 	}

@@ -64,13 +64,14 @@ func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, 
 }
 
 // Layout implements Kind: node i on the cluster's loopback address, with
-// listeners for AMQP ("client"), streams, and Erlang distribution; the
-// first node also has the port of the cluster's epmd.
+// listeners for AMQP ("client"), streams, Erlang distribution and the
+// Prometheus plugin's metrics; the first node also has the port of the
+// cluster's epmd.
 func (RabbitMQ) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
 		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0, "stream": 0, "dist": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+			Ports: map[string]int{"client": 0, "stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		if i == 1 {
 			n.Ports["epmd"] = 0
 		}
@@ -105,12 +106,17 @@ stream.advertised_host = %s
 stream.advertised_port = %d
 # Clients connect over loopback only; the default user may do so.
 loopback_users = none
+# The Prometheus plugin's endpoint, read during runs: totals of the
+# whole node (per-object metrics would cost a scrape per queue).
+prometheus.tcp.ip = %[7]s
+prometheus.tcp.port = %[8]d
+prometheus.return_per_object_metrics = false
 log.file.level = warning
 log.console = false
 # A run's backlog may be large: queue memory up to 40%% of RAM (the
 # default), and no disk alarm below 1 GB free.
 disk_free_limit.absolute = 1GB
-`, n.ID, len(c.nodes), n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"])
+`, n.ID, len(c.nodes), n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"], n.Host, n.Ports["metrics"])
 	if len(c.nodes) > 1 {
 		// The nodes start in order (StartInOrder): each joins those
 		// already running.
@@ -119,7 +125,7 @@ disk_free_limit.absolute = 1GB
 			fmt.Fprintf(&b, "cluster_formation.classic_config.nodes.%d = %s\n", i+1, k.nodeName(c, peer))
 		}
 	}
-	files := map[string]string{"rabbitmq.conf": b.String(), "enabled_plugins": "[rabbitmq_stream].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
+	files := map[string]string{"rabbitmq.conf": b.String(), "enabled_plugins": "[rabbitmq_stream,rabbitmq_prometheus].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
 	for name, content := range files {
 		if err := os.WriteFile(n.ConfigFile(name), []byte(content), 0o644); err != nil {
 			return err

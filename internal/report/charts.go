@@ -546,9 +546,11 @@ func (in *Input) Charts() ([]Chart, error) {
 }
 
 // brokerMetricCharts charts the brokers' own metrics, one chart per series
-// (name and labels) that changed during some run: a figure that stayed
-// the same throughout (a partition count, or under-replicated partitions
-// that stayed 0) says nothing over time. Series sort by name.
+// (name and labels) about traffic, replication or alarms (chartedBroker)
+// that changed during some run: a figure that stayed the same throughout
+// (a partition count, or under-replicated partitions that stayed 0) says
+// nothing over time. Every series stays in the results. Series sort by
+// name.
 func (in *Input) brokerMetricCharts() []timeChart {
 	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, g := range in.Groups {
@@ -568,7 +570,7 @@ func (in *Input) brokerMetricCharts() []timeChart {
 	}
 	var charts []timeChart
 	for _, k := range slices.Sorted(maps.Keys(lo)) {
-		if lo[k] == hi[k] {
+		if lo[k] == hi[k] || !chartedBroker(k) {
 			continue
 		}
 		unit := "as reported"
@@ -587,6 +589,21 @@ func (in *Input) brokerMetricCharts() []timeChart {
 		}})
 	}
 	return charts
+}
+
+// chartedTopics are the words in the names of the broker series the
+// report charts: messages, bytes and requests, replication, alarms.
+var chartedTopics = []string{"messages", "bytesin", "bytesout", "requests", "replicated", "isr", "offline", "alarm", "confirm", "publish", "deliver"}
+
+// chartedBroker reports whether the report charts the broker series key.
+func chartedBroker(key string) bool {
+	name, _, _ := strings.Cut(key, "{")
+	for _, w := range chartedTopics {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // chartFileName makes a series key a file name: letters, digits and

@@ -85,6 +85,7 @@ func TestBrokerMetricCharts(t *testing.T) {
 			"kafka_server_messagesin_per_second":                    float64(1000 - 100*i),
 			"kafka_server_replicamanager_underreplicatedpartitions": urp,
 			"kafka_server_replicamanager_partitioncount":            12,
+			"rabbitmq_erlang_gc_runs_per_second":                    float64(10 * i),
 		}}
 	}
 	in := &Input{Title: "broker", Groups: []*Group{{Label: "kill", Runs: []*results.Run{r}}}}
@@ -110,5 +111,10 @@ func TestBrokerMetricCharts(t *testing.T) {
 	}
 	if _, ok := got["broker-kafka-server-replicamanager-partitioncount"]; ok || len(got) != 2 {
 		t.Errorf("charts %v: a series that never changed is charted", slices.Collect(maps.Keys(got)))
+	}
+	for _, c := range charts {
+		if strings.Contains(c.Name, "erlang") {
+			t.Errorf("chart %s: the runtime's figures are not charted", c.Name)
+		}
 	}
 }
