@@ -229,6 +229,9 @@ func (s Status) Endpoints(listener string) []string {
 			addrs = append(addrs, fmt.Sprintf("%s:%d", n.Host, port))
 		}
 	}
+	if len(addrs) == 0 && slices.Contains(s.Listeners, listener) {
+		return s.Bootstrap // a listener without a port of its own shares the client port
+	}
 	return addrs
 }
 

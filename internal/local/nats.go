@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -64,6 +66,11 @@ func (NATS) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return nil
 }
 
+// Listeners implements Securer: a secured cluster's client port takes
+// TLS with brokerbench's user and password as well as plain connections
+// without credentials (nats-server serves both on one port).
+func (NATS) Listeners() []string { return []string{"plain", "tls"} }
+
 // Layout implements Kind: node i on the cluster's loopback address, with a
 // route listener when there are several.
 func (NATS) Layout(c *Cluster) []*Node {
@@ -89,6 +96,17 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 		fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node NATS cluster on loopback.\n", n.ID, c.Brokers)
 		fmt.Fprintf(&b, "server_name: n%d\nlisten: %q\n", n.ID, n.Addr("client"))
 		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 1GB\n  max_file_store: 20GB\n}\n", filepath.Join(n.Dir, "data"))
+		if sec := c.Security(); sec != nil {
+			pw, err := sec.Password()
+			if err != nil {
+				return err
+			}
+			anonymous := make([]byte, 18)
+			_, _ = rand.Read(anonymous)
+			fmt.Fprintf(&b, "tls {\n  cert_file: %q\n  key_file: %[1]q\n  ca_file: %q\n  verify: false\n}\nallow_non_tls: true\n", sec.NodeKeyStore(n), sec.CAFile)
+			fmt.Fprintf(&b, "authorization {\n  users: [\n    {user: %q, password: %q}\n    {user: \"anonymous\", password: %q}\n  ]\n}\nno_auth_user: \"anonymous\"\n",
+				Username, pw, base64.RawURLEncoding.EncodeToString(anonymous))
+		}
 		if c.Brokers > 1 {
 			var routes []string
 			for _, peer := range c.nodes {
@@ -98,7 +116,8 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			}
 			fmt.Fprintf(&b, "cluster {\n  name: brokerbench\n  listen: %q\n  routes: [%s]\n}\n", n.Addr("cluster"), strings.Join(routes, ", "))
 		}
-		if err := os.WriteFile(n.ConfigFile("nats.conf"), []byte(b.String()), 0o644); err != nil {
+		// A secured node's config holds its user's password.
+		if err := os.WriteFile(n.ConfigFile("nats.conf"), []byte(b.String()), 0o600); err != nil {
 			return fmt.Errorf("write node %d config: %w", n.ID, err)
 		}
 	}

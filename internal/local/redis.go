@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
 // NewRedis returns a local Redis server on port, with default directories
@@ -90,11 +94,19 @@ func aptInstall(ctx context.Context, pkg string, find func() (string, error), lo
 	return err
 }
 
-// Layout implements Kind: one server. Redis replicas and Redis Cluster
-// are not run locally yet.
+// Listeners implements Securer: plain connections, and TLS on a port of
+// its own.
+func (Redis) Listeners() []string { return []string{"plain", "tls"} }
+
+// Layout implements Kind: one server, with a port per listener. Redis
+// replicas and Redis Cluster are not run locally yet.
 func (Redis) Layout(c *Cluster) []*Node {
-	return []*Node{{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
-		Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+	n := &Node{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
+		Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-1")}
+	for _, l := range c.listeners() {
+		n.Ports[c.listenerKey(l)] = 0
+	}
+	return []*Node{n}
 }
 
 // Configure implements Kind.
@@ -108,12 +120,32 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	n := c.nodes[0]
 	// set-proc-title no keeps the command line, with the config's path in
 	// the node's directory, by which brokerbench knows its process.
-	conf := fmt.Sprintf("# Written by brokerbench.\nbind %s\nport %d\ndir %s\nsave \"\"\nappendonly yes\nappendfsync everysec\nprotected-mode yes\ndaemonize no\nset-proc-title no\n",
-		n.Host, n.Ports["client"], filepath.Join(n.Dir, "data"))
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by brokerbench.\nbind %s\ndir %s\nsave \"\"\nappendonly yes\nappendfsync everysec\nprotected-mode yes\ndaemonize no\nset-proc-title no\n",
+		n.Host, filepath.Join(n.Dir, "data"))
+	if c.serves("plain") {
+		fmt.Fprintf(&b, "port %d\n", n.Ports[c.listenerKey("plain")])
+	} else {
+		b.WriteString("port 0\n")
+	}
+	if sec := c.Security(); sec != nil {
+		pw, err := sec.Password()
+		if err != nil {
+			return err
+		}
+		// The default user stays open to plain clients; brokerbench's
+		// user needs its password.
+		fmt.Fprintf(&b, "user %s on >%s ~* &* +@all\n", Username, pw)
+		if c.serves("tls") {
+			fmt.Fprintf(&b, "tls-port %d\ntls-cert-file %s\ntls-key-file %[2]s\ntls-ca-cert-file %s\ntls-auth-clients optional\n",
+				n.Ports[c.listenerKey("tls")], sec.NodeKeyStore(n), sec.CAFile)
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(n.ConfigFile("redis.conf"), []byte(conf), 0o644)
+	// A secured server's config holds its user's password.
+	return os.WriteFile(n.ConfigFile("redis.conf"), []byte(b.String()), 0o600)
 }
 
 // Command implements Kind.
@@ -125,9 +157,23 @@ func (Redis) Command(c *Cluster, n *Node) []string {
 	return []string{bin, n.ConfigFile("redis.conf")}
 }
 
-// Ready implements Kind: the server answers PING.
+// Ready implements Kind: the server answers PING, over TLS when that is
+// its only listener.
 func (Redis) Ready(ctx context.Context, c *Cluster) error {
-	rdb := goredis.NewClient(&goredis.Options{Addr: c.nodes[0].Addr("client"), MaxRetries: -1})
+	opts := &goredis.Options{Addr: c.nodes[0].Addr(c.listenerKey("plain")), MaxRetries: -1}
+	if !c.serves("plain") {
+		opts.Addr = c.nodes[0].Addr("client")
+		roots, err := pki.ReadCertificates(c.Security().CAFile)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		for _, r := range roots {
+			pool.AddCert(r)
+		}
+		opts.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	rdb := goredis.NewClient(opts)
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
 }

@@ -86,6 +86,18 @@ func (c *Cluster) Serve(listener string) {
 	}
 }
 
+// listenerKey is the key of listener l in the nodes' ports: "client" for
+// the first listener, its own name for the others.
+func (c *Cluster) listenerKey(l string) string {
+	if ls := c.listeners(); len(ls) > 0 && ls[0] == l {
+		return "client"
+	}
+	return l
+}
+
+// serves reports whether the cluster serves listener l.
+func (c *Cluster) serves(l string) bool { return slices.Contains(c.listeners(), l) }
+
 // CheckListeners checks that the kind serves every listener asked for.
 func (c *Cluster) CheckListeners() error {
 	if len(c.Listeners) == 0 {

@@ -293,7 +293,7 @@ func (c *config) clientOpts(sc scope) []kgo.Opt {
 			d := &net.Dialer{Timeout: 10 * time.Second}
 			dial = d.DialContext
 		}
-		dial = tlsDialer(dial, sec.tls)
+		dial = driver.DialTLS(dial, sec.tls)
 	}
 	if dial != nil {
 		opts = append(opts, kgo.Dialer(dial))

@@ -1,12 +1,10 @@
 package kafka
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"unicode"
 
@@ -101,15 +99,7 @@ func tlsConfig(p workload.Properties, local *driver.Credentials) (*tls.Config, e
 	}
 	if v, _ := p.Get("ssl.endpoint.identification.algorithm"); v == "" {
 		// No host name check, as in Java: the chain is still verified.
-		cfg.InsecureSkipVerify = true
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		}
+		driver.SkipHostname(cfg)
 	}
 	return cfg, nil
 }
@@ -290,46 +280,17 @@ func parseJAAS(s string) (module string, options map[string]string, err error) {
 	}
 }
 
-// tlsDialer wraps dial in a TLS handshake with cfg, checking the server's
-// name against the host dialed (as franz-go's own TLS dialer does).
-func tlsDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), cfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		raw, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		c := cfg.Clone()
-		if c.ServerName == "" {
-			if host, _, err := net.SplitHostPort(addr); err == nil {
-				c.ServerName = host
-			}
-		}
-		conn := tls.Client(raw, c)
-		if err := conn.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-		}
-		return conn, nil
-	}
-}
-
 // securityAdvice says what to check when err is an authentication or TLS
 // failure; "" otherwise.
 func securityAdvice(err error) string {
-	var unknown x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var record tls.RecordHeaderError
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return "authentication failed: check the user name and password in sasl.jaas.config, and sasl.mechanism"
 	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
 		return "the broker does not accept this sasl.mechanism on this listener"
-	case errors.As(err, &unknown):
-		return "the broker's certificate is not signed by an authority brokerbench trusts: set ssl.truststore.location to a trust store holding the cluster's CA"
-	case errors.As(err, &hostname):
-		return "the broker's certificate does not name the address connected to: connect by a name it holds, or set ssl.endpoint.identification.algorithm to empty"
-	case errors.As(err, &record):
-		return "the broker does not speak TLS on this port: check security.protocol and the port"
+	}
+	if advice := driver.TLSAdvice(err); advice != "" {
+		return strings.NewReplacer("give a trust store", "set ssl.truststore.location to a trust store", "turn the host name check off", "set ssl.endpoint.identification.algorithm to empty", "whether TLS is on", "security.protocol").Replace(advice)
 	}
 	return ""
 }

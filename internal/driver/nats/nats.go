@@ -28,7 +28,10 @@ import (
 )
 
 func init() {
-	driver.Register(driver.Registration{Name: "nats", New: New, EndpointSetting: "servers", LocalKind: "nats",
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+	driver.Register(driver.Registration{Name: "nats", New: New, EndpointSetting: "servers", LocalKind: "nats", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
 
@@ -38,6 +41,9 @@ var settings = map[string]map[string]string{
 		"servers": "nats://127.0.0.1:4222", // comma-separated server URLs
 		// OMB's NATS driver file names the server so.
 		"natsHostUrl": "",
+		// Credentials: a user and password, a token, a credentials file
+		// (JWT and NKey seed) or an NKey seed file.
+		"user": "", "password": "", "token": "", "credsFile": "", "nkeySeedFile": "",
 	},
 	"topic":    {"storage": "file"},                             // file or memory
 	"producer": {"maxPending": "4000", "ackTimeoutMs": "5000"},  // async publishes awaiting their ack; how long each may wait
@@ -46,6 +52,7 @@ var settings = map[string]map[string]string{
 
 type config struct {
 	servers       string
+	auth          []nats.Option // credentials and TLS
 	storage       jetstream.StorageType
 	maxPending    int
 	ackTimeout    time.Duration
@@ -54,8 +61,19 @@ type config struct {
 	effective     map[string]workload.Properties
 }
 
-// parseConfig validates every setting of dc.
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// localListener names the listener of a local NATS cluster a config
+// connects to: "tls" with tls: true or tls:// servers, else "plain".
+func localListener(dc *workload.DriverConfig) string {
+	servers, _ := dc.Common.Get("servers")
+	if v, _ := dc.Common.Get("tls"); v == "true" || strings.HasPrefix(servers, "tls://") {
+		return "tls"
+	}
+	return "plain"
+}
+
+// parseConfig validates every setting of dc; local are the credentials
+// of a local cluster brokerbench secured, used where dc gives none.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "NATS", settings)
 	c := &config{servers: s.String("common", "servers")}
 	if u := s.String("common", "natsHostUrl"); u != "" {
@@ -72,6 +90,10 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	default:
 		s.Fail("topic", "storage", "must be file or memory, got %q", v)
 	}
+	c.auth = credentials(s, local)
+	if cfg := driver.ClientTLS(s, strings.HasPrefix(c.servers, "tls://"), local); cfg != nil {
+		c.auth = append(c.auth, nats.Secure(cfg))
+	}
 	c.maxPending = s.Int("producer", "maxPending", 1)
 	c.ackTimeout = time.Duration(s.Int("producer", "ackTimeoutMs", 1)) * time.Millisecond
 	c.fetchBatch = s.Int("consumer", "fetchBatch", 1)
@@ -79,9 +101,45 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("natsHostUrl")
+	c.effective = s.Effective("natsHostUrl", "password", "token", "tlsTrustStorePassword", "tlsKeyStorePassword")
 	c.effective["common"] = workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
 	return c, nil
+}
+
+// credentials returns the connect options of the credentials settings
+// (at most one kind), or else local's user.
+func credentials(s *driver.Settings, local *driver.Credentials) []nats.Option {
+	user, pw, token := s.String("common", "user"), s.String("common", "password"), s.String("common", "token")
+	creds, seed := s.String("common", "credsFile"), s.String("common", "nkeySeedFile")
+	var opts []nats.Option
+	kinds := 0
+	if user != "" || pw != "" {
+		kinds++
+		opts = append(opts, nats.UserInfo(user, pw))
+	}
+	if token != "" {
+		kinds++
+		opts = append(opts, nats.Token(token))
+	}
+	if creds != "" {
+		kinds++
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	if seed != "" {
+		kinds++
+		o, err := nats.NkeyOptionFromSeed(seed)
+		if err != nil {
+			s.Fail("common", "nkeySeedFile", "%v", err)
+		}
+		opts = append(opts, o)
+	}
+	if kinds > 1 {
+		s.Fail("common", "user", "give one kind of credentials: user and password, token, credsFile or nkeySeedFile")
+	}
+	if kinds == 0 && local != nil {
+		opts = append(opts, nats.UserInfo(local.Username, local.Password))
+	}
+	return opts
 }
 
 // Driver is a connection to a NATS server or cluster with JetStream.
@@ -100,7 +158,7 @@ var (
 
 // New validates dc; it connects on the first operation.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +167,17 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 
 // connect opens a connection to the servers, dialling through opts.
 func (d *Driver) connect(name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(d.cfg.servers, nats.Name(name), nats.Timeout(5*time.Second),
-		nats.SetCustomDialer(dialer{d.opts}), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(d.cfg.servers, append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second),
+		nats.SetCustomDialer(dialer{d.opts}), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, d.cfg.auth...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", driver.RedactEndpoints(d.cfg.servers), err)
+		err = fmt.Errorf("connect to NATS at %s: %w", driver.RedactEndpoints(d.cfg.servers), err)
+		switch {
+		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+			return nil, driver.Refused(fmt.Errorf("%w: check user and password, token, credsFile or nkeySeedFile", err))
+		case driver.TLSAdvice(err) != "":
+			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, tls)", err, driver.TLSAdvice(err)))
+		}
+		return nil, err
 	}
 	return nc, nil
 }

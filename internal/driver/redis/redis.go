@@ -11,6 +11,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,8 +31,20 @@ func init() {
 	// go-redis logs every failed dial of its pool to stderr, a line per
 	// attempt; brokerbench reports the errors its calls return instead.
 	goredis.SetLogger(silent{})
-	driver.Register(driver.Registration{Name: "redis", New: New, EndpointSetting: "addr", LocalKind: "redis",
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+	driver.Register(driver.Registration{Name: "redis", New: New, EndpointSetting: "addr", LocalKind: "redis", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replay: true}})
+}
+
+// localListener names the listener of a local Redis a config connects
+// to: "tls" with tls: true, else "plain".
+func localListener(dc *workload.DriverConfig) string {
+	if v, ok := dc.Common.Get("tls"); ok && v == "true" {
+		return "tls"
+	}
+	return "plain"
 }
 
 // silent is a go-redis logger that writes nothing.
@@ -53,13 +66,16 @@ var settings = map[string]map[string]string{
 
 type config struct {
 	addr, username, password string
+	tls                      *tls.Config // nil: plain connections
 	maxLen                   int64
 	maxPipeline, readCount   int
 	block                    time.Duration
 	effective                map[string]workload.Properties
 }
 
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// parseConfig validates every setting of dc; local are the credentials of
+// a local server brokerbench secured, used where dc gives none.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "Redis", settings)
 	c := &config{addr: s.String("common", "addr"), username: s.String("common", "username"), password: s.String("common", "password")}
 	if h := s.String("common", "redisHost"); h != "" {
@@ -82,6 +98,10 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 			errs = append(errs, fmt.Errorf("%s: the Redis driver connects to one server; got %d addresses", dc.Source, len(endpoints)))
 		}
 	}
+	if local != nil && c.username == "" && c.password == "" {
+		c.username, c.password = local.Username, local.Password
+	}
+	c.tls = driver.ClientTLS(s, false, local)
 	c.maxLen = int64(s.Int("topic", "maxLen", 0))
 	c.maxPipeline = s.Int("producer", "maxPipeline", 1)
 	c.readCount = s.Int("consumer", "readCount", 1)
@@ -89,7 +109,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := errors.Join(append(errs, s.Err())...); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("addr", "username", "password", "redisHost", "redisPort", "redisUser", "redisPass")
+	c.effective = s.Effective("addr", "username", "password", "redisHost", "redisPort", "redisUser", "redisPass", "tlsTrustStorePassword", "tlsKeyStorePassword")
 	c.effective["common"] = append(workload.Properties{{Key: "addr", Value: c.addr}, {Key: "username", Value: c.username}}, c.effective["common"]...)
 	if c.password != "" {
 		c.effective["common"] = append(c.effective["common"], workload.Property{Key: "password", Value: "(set)"})
@@ -111,7 +131,7 @@ var (
 
 // New validates dc; connections are made on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +144,29 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 func (d *Driver) client(pool int) *goredis.Client {
 	return goredis.NewClient(&goredis.Options{Addr: d.cfg.addr, Username: d.cfg.username, Password: d.cfg.password,
 		PoolSize: pool, DialTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-		MaxRetries: -1, Dialer: d.opts.Dial})
+		MaxRetries: -1, Dialer: d.dial})
+}
+
+// dial connects through the driver options, over TLS if configured.
+func (d *Driver) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.cfg.tls != nil {
+		return driver.DialTLS(d.opts.Dial, d.cfg.tls)(ctx, network, addr)
+	}
+	return d.opts.Dial(ctx, network, addr)
+}
+
+// refused marks err as driver.ErrRefused, with advice, when the server
+// refused the credentials or the TLS handshake failed.
+func refused(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
+		return driver.Refused(fmt.Errorf("%w: check username and password", err))
+	}
+	if advice := driver.TLSAdvice(err); advice != "" {
+		return driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, tls)", err, advice))
+	}
+	return err
 }
 
 func metaKey(topic string) string                  { return topic + ":meta" }
@@ -134,7 +176,7 @@ func streamKey(topic string, partition int) string { return topic + ":" + strcon
 func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
 	info, err := d.rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return "", fmt.Errorf("Redis at %s: %w", d.cfg.addr, err)
+		return "", refused(fmt.Errorf("Redis at %s: %w", d.cfg.addr, err))
 	}
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
