@@ -132,25 +132,30 @@ func TestSecuredLocalKafka(t *testing.T) {
 	}
 }
 
-// TestSecuredLocalRedisAndNATS: the same for Redis (TLS on a port of its
-// own, an ACL user) and NATS (TLS and a user on the client port, which
-// still takes plain clients): a run asking for TLS starts the secured
-// server and takes its credentials; with explicit addresses, a wrong
-// password and an untrusted certificate fail at once with advice.
-func TestSecuredLocalRedisAndNATS(t *testing.T) {
+// TestSecuredLocalBrokers: the same for Redis (TLS on a port of its own,
+// an ACL user), NATS (TLS and a user on the client port, which still takes
+// plain clients) and RabbitMQ (amqps on a port of its own, a user, and
+// EXTERNAL with the client certificate): a run asking for TLS starts the
+// secured broker and takes its credentials; with explicit addresses, a
+// wrong password and an untrusted certificate fail at once with advice.
+func TestSecuredLocalBrokers(t *testing.T) {
 	for _, tc := range []struct {
-		kind, port string
-		// listener is the TLS listener's name in the cluster's status.
-		listener string
-		// explicit is a driver config reaching the TLS listener at addr
-		// with extra settings.
-		explicit func(addr, extra string) string
+		kind, port, listener string
+		// local is the driver config of runs on the local broker; it
+		// asks for TLS.
+		local string
+		// explicit is a driver config reaching addr with TLS, trusting
+		// trust (none if empty), as user with password.
+		explicit func(addr, trust, user, password string) string
 	}{
-		{"redis", "39697", "tls", func(addr, extra string) string {
-			return "  driver: redis\n  commonConfig: {addr: \"" + addr + "\", tls: \"true\"" + extra + "}\n"
+		{"redis", "39697", "tls", "  driver: redis\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+			return "  driver: redis\n  commonConfig: {addr: \"" + addr + "\", tls: \"true\", tlsTrustStore: \"" + trust + "\", username: " + user + ", password: \"" + password + "\"}\n"
 		}},
-		{"nats", "39698", "tls", func(addr, extra string) string {
-			return "  driver: nats\n  commonConfig: {servers: \"tls://" + addr + "\"" + extra + "}\n"
+		{"nats", "39698", "tls", "  driver: nats\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+			return "  driver: nats\n  commonConfig: {servers: \"tls://" + addr + "\", tlsTrustStore: \"" + trust + "\", user: " + user + ", password: \"" + password + "\"}\n"
+		}},
+		{"rabbitmq", "39699", "amqps", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
+			return "  driver: rabbitmq\n  commonConfig: {amqpUris: \"amqps://" + user + ":" + password + "@" + addr + "/\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -170,7 +175,7 @@ func TestSecuredLocalRedisAndNATS(t *testing.T) {
 				}
 				return stdout + stderr
 			}
-			printed := run(ExitOK, "  driver: "+tc.kind+"\n  commonConfig: {tls: \"true\"}\n", "--local-port", tc.port)
+			printed := run(ExitOK, tc.local, "--local-port", tc.port)
 			res, err := results.Read(filepath.Join(dir, "r.json"))
 			if err != nil {
 				t.Fatal(err)
@@ -187,24 +192,23 @@ func TestSecuredLocalRedisAndNATS(t *testing.T) {
 			if status.Security == nil || len(status.Endpoints(tc.listener)) == 0 {
 				t.Fatalf("the local %s is not secured: %+v", tc.kind, status)
 			}
-			addr := status.Endpoints(tc.listener)[0]
-			password, err := status.Security.Password()
+			addr, sec := status.Endpoints(tc.listener)[0], status.Security
+			password, err := sec.Password()
 			if err != nil {
 				t.Fatal(err)
 			}
-			trust := ", tlsTrustStore: " + status.Security.CAFile
-			user := ", " + map[string]string{"redis": "username", "nats": "user"}[tc.kind] + ": " + local.Username
-			printed += run(ExitOK, tc.explicit(addr, trust+user+", password: \"${file:"+status.Security.PasswordFile+"}\""))
-			out := run(ExitRunFailed, tc.explicit(addr, trust+user+", password: not-the-password"))
-			if !strings.Contains(out, "check user") {
+			fromFile := "${file:" + sec.PasswordFile + "}"
+			printed += run(ExitOK, tc.explicit(addr, sec.CAFile, sec.Username, fromFile))
+			out := run(ExitRunFailed, tc.explicit(addr, sec.CAFile, sec.Username, "not-the-password"))
+			if !strings.Contains(out, "check the user") {
 				t.Errorf("a wrong password:\n%s", out)
 			}
-			out = run(ExitRunFailed, tc.explicit(addr, user+", password: \"${file:"+status.Security.PasswordFile+"}\""))
+			out = run(ExitRunFailed, tc.explicit(addr, "", sec.Username, fromFile))
 			if !strings.Contains(out, "unknown authority") || !strings.Contains(out, "tlsTrustStore") {
 				t.Errorf("an untrusted certificate:\n%s", out)
 			}
 			if strings.Contains(printed+out, password) {
-				t.Error("the output shows the server's password")
+				t.Error("the output shows the broker's password")
 			}
 		})
 	}

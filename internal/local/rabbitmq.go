@@ -2,6 +2,12 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +18,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
+
+	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
 // NewRabbitMQ returns a local RabbitMQ node on port (AMQP), with default
@@ -63,6 +71,11 @@ func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, 
 	return aptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
 }
 
+// Listeners implements Securer: AMQP, and AMQP over TLS on a port of its
+// own (which also takes the EXTERNAL mechanism: a client certificate
+// whose common name is a user).
+func (RabbitMQ) Listeners() []string { return []string{"amqp", "amqps"} }
+
 // Layout implements Kind: node i on the cluster's loopback address, with
 // listeners for AMQP ("client"), streams, Erlang distribution and the
 // Prometheus plugin's metrics; the first node also has the port of the
@@ -71,7 +84,10 @@ func (RabbitMQ) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
 		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0, "stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+			Ports: map[string]int{"stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		for _, l := range c.listeners() {
+			n.Ports[c.listenerKey(l)] = 0
+		}
 		if i == 1 {
 			n.Ports["epmd"] = 0
 		}
@@ -98,7 +114,7 @@ func (k RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 func (k RabbitMQ) configureNode(c *Cluster, n *Node) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by brokerbench: node %d of %d.
-listeners.tcp.default = %s
+%s
 stream.listeners.tcp.default = %s
 # Stream clients connect to the host and port a stream's leader
 # advertises: the node's own.
@@ -116,7 +132,7 @@ log.console = false
 # A run's backlog may be large: queue memory up to 40%% of RAM (the
 # default), and no disk alarm below 1 GB free.
 disk_free_limit.absolute = 1GB
-`, n.ID, len(c.nodes), n.Addr("client"), n.Addr("stream"), n.Host, n.Ports["stream"], n.Host, n.Ports["metrics"])
+`, n.ID, len(c.nodes), amqpListener(c, n), n.Addr("stream"), n.Host, n.Ports["stream"], n.Host, n.Ports["metrics"])
 	if len(c.nodes) > 1 {
 		// The nodes start in order (StartInOrder): each joins those
 		// already running.
@@ -125,7 +141,14 @@ disk_free_limit.absolute = 1GB
 			fmt.Fprintf(&b, "cluster_formation.classic_config.nodes.%d = %s\n", i+1, k.nodeName(c, peer))
 		}
 	}
-	files := map[string]string{"rabbitmq.conf": b.String(), "enabled_plugins": "[rabbitmq_stream,rabbitmq_prometheus].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
+	plugins := "rabbitmq_stream,rabbitmq_prometheus"
+	if sec := c.Security(); sec != nil {
+		plugins += ",rabbitmq_auth_mechanism_ssl"
+		if err := k.secure(c, n, sec, &b); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{"rabbitmq.conf": b.String(), "enabled_plugins": "[" + plugins + "].\n", "rabbitmq-env.conf": "# Written by brokerbench: settings come from the environment.\n"}
 	for name, content := range files {
 		if err := os.WriteFile(n.ConfigFile(name), []byte(content), 0o644); err != nil {
 			return err
@@ -136,6 +159,70 @@ disk_free_limit.absolute = 1GB
 	// Erlang refuses a cookie file others can read. Every node of the
 	// cluster has the same, made from the cluster's id.
 	return os.WriteFile(cookie, []byte(strings.NewReplacer("-", "x", "_", "y").Replace(c.ID)), 0o400)
+}
+
+// secure adds a secured node's TLS listener and users to its config: the
+// definitions it loads at boot hold guest (as without security) and
+// brokerbench's user, with its password hashed as RabbitMQ hashes them.
+func (RabbitMQ) secure(c *Cluster, n *Node, sec *Security, b *strings.Builder) error {
+	pw, err := sec.Password()
+	if err != nil {
+		return err
+	}
+	if c.serves("amqps") {
+		fmt.Fprintf(b, `listeners.ssl.default = %s
+ssl_options.cacertfile = %s
+ssl_options.certfile = %s
+ssl_options.keyfile = %[3]s
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+`, n.Addr(c.listenerKey("amqps")), sec.CAFile, sec.NodeKeyStore(n))
+	}
+	fmt.Fprintf(b, "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\nssl_cert_login_from = common_name\nload_definitions = %s\n", n.ConfigFile("definitions.json"))
+	type user struct {
+		Name      string   `json:"name"`
+		Hash      string   `json:"password_hash"`
+		Algorithm string   `json:"hashing_algorithm"`
+		Tags      []string `json:"tags"`
+	}
+	type permission struct {
+		User      string `json:"user"`
+		VHost     string `json:"vhost"`
+		Configure string `json:"configure"`
+		Write     string `json:"write"`
+		Read      string `json:"read"`
+	}
+	defs := map[string]any{
+		"users":       []user{},
+		"vhosts":      []map[string]string{{"name": "/"}},
+		"permissions": []permission{},
+	}
+	for name, password := range map[string]string{"guest": "guest", Username: pw} {
+		defs["users"] = append(defs["users"].([]user), user{name, rabbitHash(password), "rabbit_password_hashing_sha256", []string{"administrator"}})
+		defs["permissions"] = append(defs["permissions"].([]permission), permission{name, "/", ".*", ".*", ".*"})
+	}
+	data, err := json.Marshal(defs)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(n.ConfigFile("definitions.json"), data, 0o600)
+}
+
+// rabbitHash is password hashed as RabbitMQ's SHA-256 scheme does: a
+// random 4-byte salt, then SHA-256 of salt and password, in base64.
+func rabbitHash(password string) string {
+	salt := make([]byte, 4)
+	_, _ = rand.Read(salt)
+	sum := sha256.Sum256(append(append([]byte{}, salt...), password...))
+	return base64.StdEncoding.EncodeToString(append(salt, sum[:]...))
+}
+
+// amqpListener is the config line of a node's plain AMQP listener.
+func amqpListener(c *Cluster, n *Node) string {
+	if !c.serves("amqp") {
+		return "listeners.tcp = none"
+	}
+	return "listeners.tcp.default = " + n.Addr(c.listenerKey("amqp"))
 }
 
 // nodeName is the node's Erlang name: a long name with the node's own
@@ -223,7 +310,19 @@ func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 // (with the default user) and its stream listener accepts. A node opens
 // its listeners only after it joined its peers.
 func (RabbitMQ) NodeReady(ctx context.Context, c *Cluster, n *Node) error {
-	conn, err := amqp.DialConfig("amqp://guest:guest@"+n.Addr("client")+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
+	uri, cfg := "amqp://guest:guest@"+n.Addr(c.listenerKey("amqp"))+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
+	if !c.serves("amqp") {
+		roots, err := pki.ReadCertificates(c.Security().CAFile)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		for _, r := range roots {
+			pool.AddCert(r)
+		}
+		uri, cfg.TLSClientConfig = "amqps://guest:guest@"+n.Addr("client")+"/", &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	conn, err := amqp.DialConfig(uri, cfg)
 	if err != nil {
 		return fmt.Errorf("node %d AMQP: %w", n.ID, err)
 	}

@@ -173,7 +173,7 @@ func (d *Driver) connect(name string) (*nats.Conn, error) {
 		err = fmt.Errorf("connect to NATS at %s: %w", driver.RedactEndpoints(d.cfg.servers), err)
 		switch {
 		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
-			return nil, driver.Refused(fmt.Errorf("%w: check user and password, token, credsFile or nkeySeedFile", err))
+			return nil, driver.Refused(fmt.Errorf("%w: check the user and password, token, credsFile or nkeySeedFile", err))
 		case driver.TLSAdvice(err) != "":
 			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, tls)", err, driver.TLSAdvice(err)))
 		}

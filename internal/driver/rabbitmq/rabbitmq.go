@@ -19,6 +19,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -33,12 +34,25 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/pki"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 func init() {
-	driver.Register(driver.Registration{Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalKind: "rabbitmq",
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+	driver.Register(driver.Registration{Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalKind: "rabbitmq", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true}})
+}
+
+// localListener names the listener of a local RabbitMQ a config connects
+// to: "amqps" with tls: true, else "amqp".
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "amqps"
+	}
+	return "amqp"
 }
 
 // settings are the driver's settings by section, with their defaults.
@@ -48,6 +62,9 @@ var settings = map[string]map[string]string{
 		// OMB's RabbitMQ driver file.
 		"messagePersistence": "false", "queueType": "CLASSIC",
 		"producerCreationDelay": "", "producerCreationBatchSize": "", "consumerCreationDelay": "", "consumerCreationBatchSize": "",
+		// PLAIN: the URI's user and password; EXTERNAL: the client
+		// certificate of tlsKeyStore names the user.
+		"saslMechanism": "PLAIN",
 	},
 	"topic":    {},
 	"producer": {"maxOutstandingConfirms": "0", "mandatory": "true"}, // 0: as many as the runner keeps in flight
@@ -65,24 +82,57 @@ type config struct {
 	maxOutstanding         int
 	prefetch, multipleAcks int
 	effective              map[string]workload.Properties
+	tls                    *tls.Config           // nil: no amqps URI
+	sasl                   []amqp.Authentication // nil: the URIs' user and password
 }
 
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// parseConfig validates every setting of dc; local are the credentials of
+// a local cluster brokerbench secured, used for addresses given without.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "RabbitMQ", settings)
 	c := &config{replicas: dc.ReplicationFactor}
 	raw := strings.Split(s.String("common", "amqpUris"), ",")
 	if len(endpoints) > 0 {
 		raw = endpoints
 	}
+	scheme := "amqp"
+	if s.Bool("common", "tls") {
+		scheme = "amqps"
+	}
+	userinfo := url.UserPassword("guest", "guest")
+	if local != nil {
+		userinfo = url.UserPassword(local.Username, local.Password)
+	}
+	amqps := false
 	for _, u := range raw {
 		u = strings.TrimSpace(u)
 		if !strings.Contains(u, "://") {
-			u = "amqp://guest:guest@" + u + "/"
+			u = (&url.URL{Scheme: scheme, User: userinfo, Host: u, Path: "/"}).String()
 		}
+		amqps = amqps || strings.HasPrefix(u, "amqps://")
 		if _, err := amqp.ParseURI(u); err != nil {
 			s.Fail("common", "amqpUris", "%s: %v (expected amqp://user:password@host:port/vhost)", driver.RedactEndpoints(u), err)
 		}
 		c.uris = append(c.uris, u)
+	}
+	c.tls = driver.ClientTLS(s, amqps, local)
+	switch m := strings.ToUpper(s.String("common", "saslMechanism")); m {
+	case "PLAIN":
+	case "EXTERNAL":
+		if c.tls != nil && len(c.tls.Certificates) == 0 && local != nil && local.CertFile != "" {
+			// The local cluster's client certificate names its user.
+			cert, err := pki.ReadKeyStore(local.CertFile, pki.TypePEM, "", "")
+			if err != nil {
+				s.Fail("common", "saslMechanism", "the local cluster's client certificate: %v", err)
+			}
+			c.tls.Certificates = []tls.Certificate{cert}
+		}
+		if c.tls == nil || len(c.tls.Certificates) == 0 {
+			s.Fail("common", "saslMechanism", "EXTERNAL authenticates by the client certificate: it needs amqps URIs (or tls: true) and tlsKeyStore")
+		}
+		c.sasl = []amqp.Authentication{&amqp.ExternalAuth{}}
+	default:
+		s.Fail("common", "saslMechanism", "must be PLAIN or EXTERNAL, got %q", m)
 	}
 	c.persistent = s.Bool("common", "messagePersistence")
 	c.mandatory = s.Bool("producer", "mandatory")
@@ -108,7 +158,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("amqpUris")
+	c.effective = s.Effective("amqpUris", "tlsTrustStorePassword", "tlsKeyStorePassword")
 	redacted := make([]string, len(c.uris))
 	for i, u := range c.uris {
 		redacted[i] = driver.RedactEndpoints(u)
@@ -132,7 +182,7 @@ var _ driver.Pauser = (*consumer)(nil)
 
 // New validates dc; connections are made on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +194,22 @@ func (d *Driver) dial(ctx context.Context, name string) (*amqp.Connection, error
 	uri := d.cfg.uris[int(d.next.Add(1)-1)%len(d.cfg.uris)]
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("brokerbench " + name)
-	conn, err := amqp.DialConfig(uri, amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Properties: props,
-		Dial: func(network, addr string) (net.Conn, error) { return d.opts.Dial(ctx, network, addr) }})
+	cfg := amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Properties: props, SASL: d.cfg.sasl,
+		Dial: func(network, addr string) (net.Conn, error) { return d.opts.Dial(ctx, network, addr) }}
+	if d.cfg.tls != nil {
+		// amqp091 names the server in the config it is given: a copy.
+		cfg.TLSClientConfig = d.cfg.tls.Clone()
+	}
+	conn, err := amqp.DialConfig(uri, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("RabbitMQ at %s: %w", redactedHost(uri), err)
+		err = fmt.Errorf("RabbitMQ at %s: %w", redactedHost(uri), err)
+		switch {
+		case errors.Is(err, amqp.ErrCredentials), errors.Is(err, amqp.ErrSASL):
+			return nil, driver.Refused(fmt.Errorf("%w: check the user and password in amqpUris, or saslMechanism", err))
+		case driver.TLSAdvice(err) != "":
+			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, amqps://)", err, driver.TLSAdvice(err)))
+		}
+		return nil, err
 	}
 	return conn, nil
 }

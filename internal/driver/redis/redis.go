@@ -161,7 +161,7 @@ func refused(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
-		return driver.Refused(fmt.Errorf("%w: check username and password", err))
+		return driver.Refused(fmt.Errorf("%w: check the username and password", err))
 	}
 	if advice := driver.TLSAdvice(err); advice != "" {
 		return driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, tls)", err, advice))
