@@ -34,6 +34,7 @@ type Server struct {
 	publishLatency, endToEnd, lag *prometheus.GaugeVec
 	phase                         *prometheus.GaugeVec
 	clientCPU, brokerCPU          prometheus.Gauge
+	broker                        *prometheus.GaugeVec
 	run                           *prometheus.GaugeVec
 	lastPhase                     results.Phase
 }
@@ -76,6 +77,7 @@ func Start(addr string) (*Server, error) {
 		phase:          f.gaugeVec("brokerbench_phase", "1 for the run's current phase (warmup, measure, drain, backlog-build, backlog-drain).", "phase"),
 		clientCPU:      f.gauge("brokerbench_client_cpu_cores", "CPU of the brokerbench process in the last interval, in cores."),
 		brokerCPU:      f.gauge("brokerbench_broker_cpu_cores", "CPU of the local broker nodes in the last interval, in cores (when brokerbench runs them)."),
+		broker:         f.gaugeVec("brokerbench_broker_metric", "The brokers' own metrics, as brokerbench read them from their Prometheus endpoints in the last interval, by series (name and labels; counters as rates per second).", "series"),
 		run:            f.gaugeVec("brokerbench_run_info", "1 for the run in progress, labelled by workload and driver.", "workload", "driver"),
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -125,6 +127,10 @@ func (s *Server) Observe(iv results.Interval) {
 		s.clientCPU.Set(sys.ClientCPU / 100)
 		if sys.BrokerSampled {
 			s.brokerCPU.Set(sys.BrokerCPU / 100)
+		}
+		s.broker.Reset()
+		for k, v := range sys.Broker {
+			s.broker.WithLabelValues(k).Set(v)
 		}
 	}
 }

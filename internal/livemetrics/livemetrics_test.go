@@ -36,8 +36,10 @@ func TestObserve(t *testing.T) {
 	s.Begin("w", "kafka")
 	iv := results.Interval{StartSeconds: 0, EndSeconds: 1, Phase: results.Measure, Backlog: 7,
 		Traffic: results.Traffic{Sent: 100, Acked: 90, Consumed: 80, PublishMBps: 0.5, PublishLatency: metrics.Latency{P99: 12.5}}}
+	iv.System = &results.System{Broker: map[string]float64{`kafka_network_requests_per_second{request="Produce"}`: 42, "gone": 1}}
 	s.Observe(iv)
 	iv.Phase = results.Drain
+	iv.System.Broker = map[string]float64{`kafka_network_requests_per_second{request="Produce"}`: 43}
 	s.Observe(iv)
 	page := scrape(t, s)
 	for _, want := range []string{
@@ -47,6 +49,7 @@ func TestObserve(t *testing.T) {
 		`brokerbench_publish_latency_seconds{quantile="0.99"} 0.0125`,
 		`brokerbench_phase{phase="drain"} 1`,
 		`brokerbench_run_info{driver="kafka",workload="w"} 1`,
+		`brokerbench_broker_metric{series="kafka_network_requests_per_second{request=\"Produce\"}"} 43`,
 	} {
 		if !strings.Contains(page, want+"\n") {
 			t.Errorf("missing %q in:\n%s", want, page)
@@ -54,6 +57,9 @@ func TestObserve(t *testing.T) {
 	}
 	if strings.Contains(page, `phase="measure"`) {
 		t.Error("the phase left behind is still shown")
+	}
+	if strings.Contains(page, `series="gone"`) {
+		t.Error("a broker series the last interval did not have is still shown")
 	}
 	s.End()
 	if page := scrape(t, s); strings.Contains(page, "brokerbench_run_info{") {
@@ -83,7 +89,8 @@ func TestDashboardQueriesServedMetrics(t *testing.T) {
 	}
 	defer s.Close()
 	s.Begin("w", "kafka")
-	s.Observe(results.Interval{EndSeconds: 1, Phase: results.Measure, System: &results.System{BrokerSampled: true}})
+	s.Observe(results.Interval{EndSeconds: 1, Phase: results.Measure, System: &results.System{BrokerSampled: true,
+		Broker: map[string]float64{"kafka_server_messagesin_per_second": 1}}})
 	page := scrape(t, s)
 	name := regexp.MustCompile(`brokerbench_[a-z_]+`)
 	queried := 0
