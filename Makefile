@@ -70,6 +70,8 @@ fuzz:
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseKeyStore$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/driver/kafka -run '^$$' -fuzz '^FuzzParseJAAS$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseNATSVarz$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseRedisInfo$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -19,7 +19,10 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Target is one node's metrics endpoint (http://host:port/metrics).
+// Target is one node's metrics endpoint: a Prometheus endpoint
+// (http://host:port/metrics), a NATS server's monitoring endpoint
+// (http://host:port/varz) or a Redis server (redis://host:port, read with
+// INFO).
 type Target struct {
 	Node int
 	URL  string
@@ -137,6 +140,9 @@ func worstOf(key string) bool {
 }
 
 func (s *Scraper) scrape(ctx context.Context, url string) (counters, gauges map[string]float64, err error) {
+	if strings.HasPrefix(url, "redis://") {
+		return scrapeRedis(ctx, url)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +155,11 @@ func (s *Scraper) scrape(ctx context.Context, url string) (counters, gauges map[
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	return Parse(io.LimitReader(resp.Body, maxBody))
+	body := io.LimitReader(resp.Body, maxBody)
+	if strings.HasSuffix(req.URL.Path, "/varz") {
+		return ParseNATSVarz(body)
+	}
+	return Parse(body)
 }
 
 // Parse reads Prometheus's text format and returns its counters and

@@ -110,7 +110,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.driverFile, "driver", "d", "", "driver config file (OMB or brokerbench format); default: the workload's inline driver, else Kafka")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es), comma-separated; overrides the driver config")
-	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' Prometheus endpoints (http://host:port/metrics), comma-separated, read at every interval into the results (default: the local cluster's own, for Kafka its JMX exporter)")
+	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' metrics endpoints, comma-separated, read at every interval into the results: Prometheus (http://host:port/metrics), NATS monitoring (http://host:8222/varz) or Redis (redis://host:port) (default: the local cluster's own)")
 	fl.DurationVar(&f.duration, "duration", 0, "override the measurement duration (e.g. 30s)")
 	fl.DurationVar(&f.warmup, "warmup", 0, "override the warmup duration (e.g. 5s)")
 	fl.Float64Var(&f.rate, "rate", 0, "override the total producer rate in msg/s (0 = max rate)")

@@ -141,6 +141,9 @@ func TestSecuredLocalKafka(t *testing.T) {
 func TestSecuredLocalBrokers(t *testing.T) {
 	for _, tc := range []struct {
 		kind, port, listener string
+		// metric is a broker series that counts the messages in, read
+		// from the broker during runs on the local target.
+		metric string
 		// local is the driver config of runs on the local broker; it
 		// asks for TLS.
 		local string
@@ -148,13 +151,13 @@ func TestSecuredLocalBrokers(t *testing.T) {
 		// trust (none if empty), as user with password.
 		explicit func(addr, trust, user, password string) string
 	}{
-		{"redis", "39697", "tls", "  driver: redis\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+		{"redis", "39697", "tls", "redis_commands_per_second", "  driver: redis\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: redis\n  commonConfig: {addr: \"" + addr + "\", tls: \"true\", tlsTrustStore: \"" + trust + "\", username: " + user + ", password: \"" + password + "\"}\n"
 		}},
-		{"nats", "39698", "tls", "  driver: nats\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+		{"nats", "39698", "tls", "nats_messages_in_per_second", "  driver: nats\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: nats\n  commonConfig: {servers: \"tls://" + addr + "\", tlsTrustStore: \"" + trust + "\", user: " + user + ", password: \"" + password + "\"}\n"
 		}},
-		{"rabbitmq", "39699", "amqps", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
+		{"rabbitmq", "39699", "amqps", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq\n  commonConfig: {amqpUris: \"amqps://" + user + ":" + password + "@" + addr + "/\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
 	} {
@@ -182,6 +185,19 @@ func TestSecuredLocalBrokers(t *testing.T) {
 			}
 			if c := res.Counts; c.Lost != 0 || c.Acked < 2000 {
 				t.Errorf("accounting over TLS: %+v", c)
+			}
+			seen := 0.0
+			for _, iv := range res.Intervals {
+				if iv.System != nil && iv.Phase == results.Measure {
+					for k, v := range iv.System.Broker {
+						if strings.HasPrefix(k, tc.metric) {
+							seen = max(seen, v)
+						}
+					}
+				}
+			}
+			if seen < 500 {
+				t.Errorf("broker metrics: %s at most %v/s, while 1000 msg/s were sent", tc.metric, seen)
 			}
 			port, _ := strconv.Atoi(tc.port)
 			cluster, err := local.New(tc.kind, port, 1)

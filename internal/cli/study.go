@@ -76,7 +76,7 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVar(&f.scale, "scale", "quick", "quick (minutes) or full (the published durations)")
 	fl.StringVarP(&f.out, "out", "o", "", "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&f.broker, "broker", "", "broker address(es); default: the local Kafka broker, started if needed")
-	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' Prometheus endpoints (http://host:port/metrics), comma-separated, read at every interval into the results (default: the local cluster's own, for Kafka its JMX exporter)")
+	fl.StringSliceVar(&f.brokerMetrics, "broker-metrics", nil, "the brokers' metrics endpoints, comma-separated, read at every interval into the results: Prometheus (http://host:port/metrics), NATS monitoring (http://host:8222/varz) or Redis (redis://host:port) (default: the local cluster's own)")
 	fl.BoolVar(&f.progress, "progress", false, "print a progress line per interval of every run (as 'run' does by default)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live figures of the run in progress for Prometheus on http://ADDR/metrics while the study lasts")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines and no line per run: only the study's outcome (as 'run --quiet')")

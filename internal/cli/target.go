@@ -52,8 +52,8 @@ func (t *target) takeFresh() bool {
 func checkMetricsURLs(urls []string) error {
 	for _, u := range urls {
 		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return usageError{fmt.Errorf("--broker-metrics: %q is not an http(s) URL of a Prometheus endpoint, such as http://10.0.0.5:7071/metrics", u)}
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "redis") || p.Host == "" {
+			return usageError{fmt.Errorf("--broker-metrics: %q is neither a Prometheus endpoint (http://10.0.0.5:7071/metrics), a NATS monitoring endpoint (http://10.0.0.5:8222/varz) nor a Redis server (redis://10.0.0.5:6379)", u)}
 		}
 	}
 	return nil
@@ -370,8 +370,8 @@ func (t *target) systemSampler() func() *results.System {
 			if n.Running {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
-			if port, ok := n.Ports["metrics"]; ok && len(t.metricsURLs) == 0 {
-				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: fmt.Sprintf("http://%s:%d/metrics", n.Host, port)})
+			if n.MetricsURL != "" && len(t.metricsURLs) == 0 {
+				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL})
 			}
 		}
 		if p := st.LinkProxy; p != nil && p.Running {

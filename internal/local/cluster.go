@@ -55,6 +55,13 @@ type Environer interface {
 	Environ(c *Cluster, n *Node) []string
 }
 
+// Metered is implemented by kinds whose nodes serve their own metrics
+// other than on a Prometheus endpoint at the "metrics" port's /metrics.
+type Metered interface {
+	// MetricsURL is where node n's metrics are read ("" if nowhere).
+	MetricsURL(c *Cluster, n *Node) string
+}
+
 // StartInOrder is implemented by kinds whose new cluster's nodes must
 // start one after another, each serving before the next starts: a new
 // node joins the cluster through the nodes already running. The nodes of
@@ -191,6 +198,9 @@ type NodeStatus struct {
 	Running bool   `json:"running"`
 	PID     int    `json:"pid,omitempty"`
 	Log     string `json:"logFile"`
+	// MetricsURL is where the node's own metrics are read (see
+	// brokermetrics.Target); empty if it serves none.
+	MetricsURL string `json:"metricsUrl,omitempty"`
 }
 
 // Status describes a local cluster.
@@ -252,7 +262,7 @@ func (c *Cluster) Status() Status {
 	st.Running = len(c.Nodes()) > 0
 	for _, n := range c.Nodes() {
 		pid, running := n.PID()
-		ns := NodeStatus{Node: *n, Running: running, Log: n.LogFile()}
+		ns := NodeStatus{Node: *n, Running: running, Log: n.LogFile(), MetricsURL: c.metricsURL(n)}
 		if running {
 			ns.PID = pid
 		}
@@ -269,6 +279,18 @@ func (c *Cluster) Status() Status {
 		st.ClientHosts = c.ClientHosts()
 	}
 	return st
+}
+
+// metricsURL is where node n's metrics are read: as its kind says, else
+// the Prometheus endpoint of its "metrics" port, if it has one.
+func (c *Cluster) metricsURL(n *Node) string {
+	if m, ok := c.Kind.(Metered); ok {
+		return m.MetricsURL(c, n)
+	}
+	if _, ok := n.Ports["metrics"]; ok {
+		return "http://" + n.Addr("metrics") + "/metrics"
+	}
+	return ""
 }
 
 // Up installs the kind's release if needed and starts the cluster, or

@@ -77,7 +77,7 @@ func (NATS) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
 		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+			Ports: map[string]int{"client": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		if c.Brokers > 1 {
 			n.Ports["cluster"] = 0
 		}
@@ -94,7 +94,7 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	for _, n := range c.nodes {
 		var b strings.Builder
 		fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node NATS cluster on loopback.\n", n.ID, c.Brokers)
-		fmt.Fprintf(&b, "server_name: n%d\nlisten: %q\n", n.ID, n.Addr("client"))
+		fmt.Fprintf(&b, "server_name: n%d\nlisten: %q\nhttp: %q\n", n.ID, n.Addr("client"), n.Addr("metrics"))
 		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 1GB\n  max_file_store: 20GB\n}\n", filepath.Join(n.Dir, "data"))
 		if sec := c.Security(); sec != nil {
 			pw, err := sec.Password()
@@ -122,6 +122,14 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 		}
 	}
 	return nil
+}
+
+// MetricsURL implements Metered: the server's monitoring endpoint.
+func (NATS) MetricsURL(c *Cluster, n *Node) string {
+	if _, ok := n.Ports["metrics"]; !ok {
+		return "" // laid out before brokerbench read NATS's figures
+	}
+	return "http://" + n.Addr("metrics") + "/varz"
 }
 
 // Command implements Kind.

@@ -148,6 +148,15 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	return os.WriteFile(n.ConfigFile("redis.conf"), []byte(b.String()), 0o600)
 }
 
+// MetricsURL implements Metered: the server itself, read with INFO on
+// its plain listener.
+func (Redis) MetricsURL(c *Cluster, n *Node) string {
+	if !c.serves("plain") {
+		return ""
+	}
+	return "redis://" + n.Addr(c.listenerKey("plain"))
+}
+
 // Command implements Kind.
 func (Redis) Command(c *Cluster, n *Node) []string {
 	bin, err := redisBinary()
