@@ -59,9 +59,22 @@ func TestSecuredLocalKafka(t *testing.T) {
 		return *res, stderr
 	}
 
-	res, _ := run(ExitOK, "  driver: kafka\n  commonConfig: {security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512}\n", "--local-port", "39695")
-	if p := res.Driver.Effective["client"].Map()["security.protocol"].Value; p != "SASL_SSL" {
-		t.Errorf("effective security.protocol %q", p)
+	// The quick workload, its driver swapped for one asking for SASL_SSL
+	// with SCRAM-SHA-512 and giving nothing else.
+	secured := write("sasl-ssl.yaml", "name: kafka-sasl-ssl\ndriver: kafka\ncommonConfig: {security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512}\n")
+	quickOut := filepath.Join(dir, "out", "quick.json")
+	code, stdout, stderr := execute("run", "../../workloads/quick.yaml", "--driver", secured, "--local-port", "39695",
+		"--warmup", "1s", "--duration", "3s", "--out", quickOut, "--quiet", "--max-send-lag", "500ms")
+	printed.WriteString(stdout + stderr)
+	if code != ExitOK {
+		t.Fatalf("the quick workload over SASL_SSL: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	quick, err := results.Read(quickOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := quick.Driver.Effective["client"].Map()["security.protocol"].Value; p != "SASL_SSL" || quick.Counts.Lost != 0 || quick.Counts.Acked < 20000 {
+		t.Errorf("the quick workload over SASL_SSL: effective security.protocol %q, accounting %+v", p, quick.Counts)
 	}
 	st := local.NewKafka(39695, 1).Status()
 	sec := st.Security
@@ -101,7 +114,7 @@ func TestSecuredLocalKafka(t *testing.T) {
 	// A wrong password, and a certificate nobody told brokerbench to trust.
 	started := time.Now()
 	scram := "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + sec.Username + "\" password=\"not-the-password\";"
-	_, stderr := run(ExitRunFailed, "  driver: kafka\n  commonConfig: |\n    bootstrap.servers="+endpoint("sasl_ssl")+"\n    security.protocol=SASL_SSL\n    sasl.mechanism=SCRAM-SHA-512\n    ssl.truststore.type=PEM\n    ssl.truststore.location="+sec.CAFile+"\n    sasl.jaas.config="+scram+"\n")
+	_, stderr = run(ExitRunFailed, "  driver: kafka\n  commonConfig: |\n    bootstrap.servers="+endpoint("sasl_ssl")+"\n    security.protocol=SASL_SSL\n    sasl.mechanism=SCRAM-SHA-512\n    ssl.truststore.type=PEM\n    ssl.truststore.location="+sec.CAFile+"\n    sasl.jaas.config="+scram+"\n")
 	if !strings.Contains(stderr, "SASL_AUTHENTICATION_FAILED") || !strings.Contains(stderr, "check the user name and password in sasl.jaas.config") {
 		t.Errorf("a wrong password: %s", stderr)
 	}
