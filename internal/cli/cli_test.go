@@ -12,6 +12,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/driver/nats"
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
+	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream"
 	_ "github.com/brokerbench/brokerbench/internal/driver/redis"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"

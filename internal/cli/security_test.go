@@ -148,7 +148,8 @@ func TestSecuredLocalKafka(t *testing.T) {
 // TestSecuredLocalBrokers: the same for Redis (TLS on a port of its own,
 // an ACL user), NATS (TLS and a user on the client port, which still takes
 // plain clients) and RabbitMQ (amqps on a port of its own, a user, and
-// EXTERNAL with the client certificate): a run asking for TLS starts the
+// EXTERNAL with the client certificate; streams over TLS): a run asking
+// for TLS starts the
 // secured broker and takes its credentials; with explicit addresses, a
 // wrong password and an untrusted certificate fail at once with advice.
 func TestSecuredLocalBrokers(t *testing.T) {
@@ -173,8 +174,11 @@ func TestSecuredLocalBrokers(t *testing.T) {
 		{"rabbitmq", "39699", "amqps", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq\n  commonConfig: {amqpUris: \"amqps://" + user + ":" + password + "@" + addr + "/\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
+		{"rabbitmq", "39700", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
+			return "  driver: rabbitmq-stream\n  commonConfig: {uris: \"rabbitmq-stream+tls://" + user + ":" + password + "@" + addr + "/%2f\", tlsTrustStore: \"" + trust + "\"}\n"
+		}},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(tc.kind+"-"+tc.listener, func(t *testing.T) {
 			dir := t.TempDir()
 			t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
 			defer execute("local", "down", tc.kind, "--port", tc.port)

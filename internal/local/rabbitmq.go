@@ -73,7 +73,8 @@ func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, 
 
 // Listeners implements Securer: AMQP, and AMQP over TLS on a port of its
 // own (which also takes the EXTERNAL mechanism: a client certificate
-// whose common name is a user).
+// whose common name is a user); with amqps, the stream protocol over TLS
+// is served too ("stream_tls").
 func (RabbitMQ) Listeners() []string { return []string{"amqp", "amqps"} }
 
 // Layout implements Kind: node i on the cluster's loopback address, with
@@ -87,6 +88,9 @@ func (RabbitMQ) Layout(c *Cluster) []*Node {
 			Ports: map[string]int{"stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		for _, l := range c.listeners() {
 			n.Ports[c.listenerKey(l)] = 0
+		}
+		if c.serves("amqps") {
+			n.Ports["stream_tls"] = 0 // streams over TLS, beside amqps
 		}
 		if i == 1 {
 			n.Ports["epmd"] = 0
@@ -176,7 +180,10 @@ ssl_options.certfile = %s
 ssl_options.keyfile = %[3]s
 ssl_options.verify = verify_peer
 ssl_options.fail_if_no_peer_cert = false
-`, n.Addr(c.listenerKey("amqps")), sec.CAFile, sec.NodeKeyStore(n))
+stream.listeners.ssl.default = %s
+stream.advertised_tls_host = %s
+stream.advertised_tls_port = %d
+`, n.Addr(c.listenerKey("amqps")), sec.CAFile, sec.NodeKeyStore(n), n.Addr("stream_tls"), n.Host, n.Ports["stream_tls"])
 	}
 	fmt.Fprintf(b, "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\nssl_cert_login_from = common_name\nload_definitions = %s\n", n.ConfigFile("definitions.json"))
 	type user struct {

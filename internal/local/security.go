@@ -74,15 +74,26 @@ func (c *Cluster) listeners() []string {
 
 // Serve has the cluster serve listener to clients when it is started:
 // the recorded cluster's listeners are kept if they include it, else a
-// kind that can serve it (Securer) serves all of its listeners, its plain
-// one on the client port.
+// kind that serves it when serving all of its listeners (Securer) is
+// asked to, its plain one on the client port.
 func (c *Cluster) Serve(listener string) {
 	if st := c.Status(); len(st.Nodes) > 0 && len(st.Endpoints(listener)) > 0 {
 		c.Listeners = st.Listeners
 		return
 	}
-	if s, ok := c.Kind.(Securer); ok && slices.Contains(s.Listeners(), listener) {
-		c.Listeners = s.Listeners()
+	s, ok := c.Kind.(Securer)
+	if !ok {
+		return
+	}
+	all := *c
+	all.Listeners, all.served = s.Listeners(), nil
+	for _, n := range c.Kind.Layout(&all) {
+		if _, ok := n.Ports[listener]; ok || slices.Contains(all.Listeners, listener) {
+			// Served by a cluster serving every listener, on a port of
+			// its own or beside another's.
+			c.Listeners = all.Listeners
+			return
+		}
 	}
 }
 

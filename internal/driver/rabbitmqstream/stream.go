@@ -23,10 +23,12 @@ package rabbitmqstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -46,8 +48,20 @@ func init() {
 	// standard logger, which nothing else in brokerbench uses;
 	// brokerbench reports the errors its calls return instead.
 	log.SetOutput(io.Discard)
-	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: func(*workload.DriverConfig) string { return "stream" },
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
+}
+
+// localListener names the listener of a local RabbitMQ's nodes a config
+// connects to: "stream_tls" with tls: true, else "stream".
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "stream_tls"
+	}
+	return "stream"
 }
 
 // settings are the driver's settings by section, with their defaults.
@@ -69,6 +83,7 @@ var compressions = map[string]stream.Compression{
 
 type config struct {
 	uris                  []string
+	tls                   *tls.Config // nil: no rabbitmq-stream+tls URI
 	maxLength, maxSegment int64
 	batchSize, batchDelay int
 	subEntrySize          int
@@ -79,22 +94,40 @@ type config struct {
 	effective             map[string]workload.Properties
 }
 
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// parseConfig validates every setting of dc; local are the credentials of
+// a local cluster brokerbench secured, used for addresses given without.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "RabbitMQ stream", settings)
 	c := &config{}
 	raw := strings.Split(s.String("common", "uris"), ",")
 	if len(endpoints) > 0 {
 		raw = endpoints
 	}
+	scheme := "rabbitmq-stream"
+	if s.Bool("common", "tls") {
+		scheme = "rabbitmq-stream+tls"
+	}
+	userinfo := url.UserPassword("guest", "guest")
+	if local != nil {
+		userinfo = url.UserPassword(local.Username, local.Password)
+	}
+	secure := false
 	for _, u := range raw {
 		u = strings.TrimSpace(u)
 		if !strings.Contains(u, "://") {
-			u = "rabbitmq-stream://guest:guest@" + u + "/%2f"
+			u = (&url.URL{Scheme: scheme, User: userinfo, Host: u, Path: "/%2f", RawPath: "/%2f"}).String()
 		}
+		secure = secure || strings.HasPrefix(u, "rabbitmq-stream+tls://")
 		if p, err := url.Parse(u); err != nil || p.Scheme != "rabbitmq-stream" && p.Scheme != "rabbitmq-stream+tls" {
 			s.Fail("common", "uris", "%s: expected rabbitmq-stream://user:password@host:port/vhost", driver.RedactEndpoints(u))
 		}
 		c.uris = append(c.uris, u)
+	}
+	c.tls = driver.ClientTLS(s, secure, local)
+	if c.tls != nil && !c.tls.InsecureSkipVerify {
+		// The stream client dials the nodes without naming the host to
+		// the TLS handshake, so only the chain can be checked.
+		driver.SkipHostname(c.tls)
 	}
 	c.maxLength = int64(s.Int("topic", "maxLengthBytes", 0))
 	c.maxSegment = int64(s.Int("topic", "maxSegmentSizeBytes", 0))
@@ -127,7 +160,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("uris")
+	c.effective = s.Effective("uris", "tlsTrustStorePassword", "tlsKeyStorePassword")
 	redacted := make([]string, len(c.uris))
 	for i, u := range c.uris {
 		redacted[i] = driver.RedactEndpoints(u)
@@ -147,7 +180,7 @@ type Driver struct {
 
 // New validates dc; the connection is made on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -165,17 +198,54 @@ func (d *Driver) environment() (*stream.Environment, error) {
 	if d.env != nil && !d.env.IsClosed() {
 		return d.env, nil
 	}
-	env, err := stream.NewEnvironment(stream.NewEnvironmentOptions().SetUris(d.cfg.uris).SetRPCTimeout(10 * time.Second).
-		SetMaxProducersPerClient(1).SetMaxConsumersPerClient(1))
+	if d.cfg.tls != nil {
+		if err := d.checkTLS(); err != nil {
+			return nil, err
+		}
+	}
+	opts := stream.NewEnvironmentOptions().SetUris(d.cfg.uris).SetRPCTimeout(10 * time.Second).
+		SetMaxProducersPerClient(1).SetMaxConsumersPerClient(1)
+	if d.cfg.tls != nil {
+		opts = opts.IsTLS(true).SetTLSConfig(d.cfg.tls)
+	}
+	env, err := stream.NewEnvironment(opts)
 	if err != nil {
 		hosts := make([]string, len(d.cfg.uris))
 		for i, u := range d.cfg.uris {
 			hosts[i] = driver.RedactEndpoints(u)
 		}
-		return nil, fmt.Errorf("RabbitMQ streams at %s: %w", strings.Join(hosts, ","), err)
+		err = fmt.Errorf("RabbitMQ streams at %s: %w", strings.Join(hosts, ","), err)
+		switch {
+		case errors.Is(err, stream.AuthenticationFailure), errors.Is(err, stream.AuthenticationFailureLoopbackError):
+			return nil, driver.Refused(fmt.Errorf("%w: check the user and password in uris", err))
+		case driver.TLSAdvice(err) != "":
+			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, rabbitmq-stream+tls://)", err, driver.TLSAdvice(err)))
+		}
+		return nil, err
 	}
 	d.env = env
 	return env, nil
+}
+
+// checkTLS makes a TLS handshake with the first TLS URI's server: the
+// stream client reports a failed handshake only as a timeout, after 10 s.
+func (d *Driver) checkTLS() error {
+	for _, u := range d.cfg.uris {
+		p, err := url.Parse(u)
+		if err != nil || p.Scheme != "rabbitmq-stream+tls" {
+			continue
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", p.Host, d.cfg.tls)
+		if err != nil {
+			err = fmt.Errorf("RabbitMQ streams at %s: %w", p.Host, err)
+			if advice := driver.TLSAdvice(err); advice != "" {
+				return driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, rabbitmq-stream+tls://)", err, advice))
+			}
+			return err
+		}
+		return conn.Close()
+	}
+	return nil
 }
 
 // BrokerVersion implements driver.Driver. The stream protocol does not
