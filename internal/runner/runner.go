@@ -342,7 +342,9 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 }
 
 // createTopics creates the run's topics, unless it uses existing ones, and
-// returns those it created.
+// returns those it created, and, on error, the one that failed: a failed
+// create (a timeout) may still leave the topic behind, which teardown
+// then removes.
 func (r *run) createTopics(ctx context.Context) ([]string, error) {
 	var created []string
 	if len(r.cfg.ExistingTopics) > 0 {
@@ -354,7 +356,7 @@ func (r *run) createTopics(ctx context.Context) ([]string, error) {
 			r.cfg.Journal.CreatingTopic(t)
 		}
 		if err := r.cfg.Driver.CreateTopic(ctx, driver.TopicSpec{Name: t, Partitions: r.w.PartitionsPerTopic, ReplicationFactor: r.w.ReplicationFactor}); err != nil {
-			return created, err
+			return append(created, t), err
 		}
 		created = append(created, t)
 	}
@@ -477,9 +479,14 @@ func (r *run) teardown(created []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, t := range created {
-		if err := r.cfg.Driver.DeleteTopic(ctx, t); err != nil {
+		err := r.cfg.Driver.DeleteTopic(ctx, t)
+		if err != nil && !errors.Is(err, driver.ErrTopicNotFound) {
 			warnings = append(warnings, err.Error())
-		} else if r.cfg.Journal != nil {
+			continue
+		}
+		// A topic that is not there (its create failed) is not left
+		// behind either.
+		if r.cfg.Journal != nil {
 			r.cfg.Journal.DeletedTopic(t)
 		}
 	}
