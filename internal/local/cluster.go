@@ -255,8 +255,9 @@ func (s Status) Address() string {
 
 // Status reports the cluster's nodes and whether each runs.
 func (c *Cluster) Status() Status {
+	nodes := c.Nodes() // reads the record: the nodes and the listeners served
 	st := Status{Kind: c.Kind.Name(), Version: c.Kind.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
-	if ls := c.listeners(); len(ls) > 0 && len(c.Nodes()) > 0 {
+	if ls := c.listeners(); len(ls) > 0 && len(nodes) > 0 {
 		st.Listeners, st.Security = ls, c.Security()
 	}
 	st.Running = len(c.Nodes()) > 0

@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,5 +92,32 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	if again.Status().Nodes[0].Running {
 		t.Error("node still running after Down")
+	}
+}
+
+// TestServe: a listener every cluster of the kind serves leaves the
+// cluster as it is; one served only beside the secured listeners asks for
+// all of them; a kind without them is left alone.
+func TestServe(t *testing.T) {
+	for _, tc := range []struct {
+		kind     local.Kind
+		listener string
+		want     []string
+	}{
+		{local.Kafka{}, "plaintext", nil},
+		{local.Kafka{}, "", nil},
+		{local.Kafka{}, "sasl_ssl", local.Kafka{}.Listeners()},
+		{local.RabbitMQ{}, "amqp", nil},
+		{local.RabbitMQ{}, "stream", nil},
+		{local.RabbitMQ{}, "stream_tls", local.RabbitMQ{}.Listeners()},
+		{local.NATS{}, "plain", nil},
+		{local.NATS{}, "tls", local.NATS{}.Listeners()},
+		{local.Redis{}, "tls", local.Redis{}.Listeners()},
+	} {
+		c := &local.Cluster{Kind: tc.kind, StateDir: t.TempDir(), Port: 1, Brokers: 1}
+		c.Serve(tc.listener)
+		if !slices.Equal(c.Listeners, tc.want) {
+			t.Errorf("%s: Serve(%q) asks for %v, want %v", tc.kind.Name(), tc.listener, c.Listeners, tc.want)
+		}
 	}
 }

@@ -73,28 +73,39 @@ func (c *Cluster) listeners() []string {
 }
 
 // Serve has the cluster serve listener to clients when it is started:
-// the recorded cluster's listeners are kept if they include it, else a
-// kind that serves it when serving all of its listeners (Securer) is
-// asked to, its plain one on the client port.
+// the recorded cluster's listeners are kept if they include it; else, if
+// the kind serves it only when serving all of its listeners (Securer),
+// it is asked to, its plain one on the client port. A listener every
+// cluster of the kind serves changes nothing.
 func (c *Cluster) Serve(listener string) {
 	if st := c.Status(); len(st.Nodes) > 0 && len(st.Endpoints(listener)) > 0 {
 		c.Listeners = st.Listeners
 		return
 	}
 	s, ok := c.Kind.(Securer)
-	if !ok {
+	if !ok || c.provides(nil, listener) {
 		return
 	}
-	all := *c
-	all.Listeners, all.served = s.Listeners(), nil
-	for _, n := range c.Kind.Layout(&all) {
-		if _, ok := n.Ports[listener]; ok || slices.Contains(all.Listeners, listener) {
-			// Served by a cluster serving every listener, on a port of
-			// its own or beside another's.
-			c.Listeners = all.Listeners
-			return
+	if c.provides(s.Listeners(), listener) {
+		c.Listeners = s.Listeners()
+	}
+}
+
+// provides reports whether the cluster, serving listeners (nil: the
+// kind's default), would serve listener: as one of them, or on a port of
+// its own.
+func (c *Cluster) provides(listeners []string, listener string) bool {
+	planned := *c
+	planned.Listeners, planned.served = listeners, nil
+	if listener == "" || listener == "client" || slices.Contains(planned.listeners(), listener) {
+		return true
+	}
+	for _, n := range c.Kind.Layout(&planned) {
+		if _, ok := n.Ports[listener]; ok {
+			return true
 		}
 	}
+	return false
 }
 
 // listenerKey is the key of listener l in the nodes' ports: "client" for
