@@ -834,7 +834,8 @@ func (r *run) count() {
 
 // judgeTarget states whether the measured aggregate m held a target rate
 // with send lag p99 within maxLag, and when it did not, what limited it:
-// the broker (the producers waited on it), or the load generator itself
+// the broker (sends failed, or the producers waited on it), or the load
+// generator itself
 // (it could not get the CPU it needed, or its producers were held back by
 // nothing but their own speed). A run that sent its whole message limit
 // (sentAll) is measured to its last acknowledgement, so its rate includes
@@ -861,7 +862,16 @@ func judgeTarget(m *results.Aggregate, rate float64, maxLag, interval time.Durat
 	}
 	tg.Held, tg.Reason = false, strings.Join(reasons, "; ")
 	starved := cpuStarved(m, interval)
+	failedShare := 0.0
+	if m.Sent > 0 {
+		failedShare = float64(m.Failed) / float64(m.Sent)
+	}
 	switch {
+	case failedShare >= 0.01:
+		// Sends that fail at once (a broker down, connections refused)
+		// leave the producers never waiting: the broker still set the
+		// pace.
+		tg.Limit = fmt.Sprintf("the broker: %.1f%% of sends failed (see the failures by kind)", 100*failedShare)
 	case m.BrokerWaitShare >= 0.5 && starved != "":
 		tg.Limit = fmt.Sprintf("the broker, which shared a saturated machine with the load generator: producers waited on it %.0f%% of the time, and %s", 100*m.BrokerWaitShare, starved)
 	case m.BrokerWaitShare >= 0.5:

@@ -383,6 +383,10 @@ func TestJudgeTargetNamesTheLimit(t *testing.T) {
 		{"cpu saturated", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(1)}), false, true, "CPU was saturated (1.0% idle; brokerbench used 150% of a core, the broker 40%)"},
 		{"late samples", agg(500, results.Aggregate{BrokerWaitShare: 0.1, SampleDelayMaxMs: 900, System: idle(30)}), false, true, "sampler ran up to 900 ms late"},
 		{"slow producers", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(60)}), false, true, "add producers"},
+		// A broker that refuses connections fails sends at once: the
+		// producers never wait, and the broker is still the limit.
+		{"failing sends", agg(500, results.Aggregate{BrokerWaitShare: 0.01, System: idle(60), Traffic: results.Traffic{Sent: 10000, Failed: 4000}}), false, false, "the broker: 40.0% of sends failed"},
+		{"a few failed sends", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(60), Traffic: results.Traffic{Sent: 10000, Failed: 10}}), false, true, "add producers"},
 		// Rate held but sends were late on a saturated machine.
 		{"late sends", lagged(agg(1000, results.Aggregate{System: idle(2)}), 50), false, true, "saturated"},
 		// A late sample within a tenth of the interval is scheduling noise.
