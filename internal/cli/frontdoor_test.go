@@ -35,7 +35,10 @@ func TestOMBLayoutFromItsRoot(t *testing.T) {
 			out, omb := filepath.Join(dir, "r.json"), filepath.Join(dir, "omb.json")
 			code, stdout, stderr := execute("run", tc.workload, "--driver", "driver-kafka/kafka-throughput.yaml", "--broker", addr,
 				"--duration", "3s", "--warmup", "1s", "--out", out, "--omb-json", omb, "--quiet", "--max-send-lag", "200ms")
-			if code != ExitOK {
+			// What is tested is the layout, not the schedule: on a busy
+			// machine 3 s may end a few dozen messages short of the
+			// target rate (exit 3 or 6), with every output written.
+			if code != ExitOK && code != ExitTargetNotHeld && code != ExitLoadGeneratorBound {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
 			wd, _ := os.Getwd()
