@@ -61,8 +61,9 @@ func linkHost(from, to int) string {
 }
 
 // planLinks lists every link of the cluster: from each node and from the
-// clients to every listener of every other node. A node reaches itself
-// directly.
+// clients to every listener of every other node, but for the metrics
+// endpoints, which brokerbench reads straight from the nodes. A node
+// reaches itself directly.
 func (c *Cluster) planLinks() []Link {
 	var links []Link
 	for to, dst := range c.nodes {
@@ -75,6 +76,9 @@ func (c *Cluster) planLinks() []Link {
 				fromID = c.nodes[from-1].ID
 			}
 			for _, listener := range slices.Sorted(maps.Keys(dst.Ports)) {
+				if listener == "metrics" {
+					continue // read by brokerbench straight from the node
+				}
 				if fromID == 0 && listener != "client" && !slices.Contains(c.listeners(), listener) {
 					continue // a listener between nodes alone
 				}
