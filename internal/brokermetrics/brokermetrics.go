@@ -123,6 +123,31 @@ func (s *Scraper) Sample() map[string]float64 {
 	return out
 }
 
+// headlines are the series reports chart, by name (a counter's as its
+// rate's): what the reference studies read of each broker — messages and
+// bytes in and out, request rates and times, replication, backlog and
+// alarms. The rest stays in the results.
+var headlines = map[string]bool{
+	"kafka_server_messagesin_per_second": true, "kafka_server_bytesin_per_second": true, "kafka_server_bytesout_per_second": true,
+	"kafka_network_requests_per_second": true, "kafka_network_request_total_time_ms_p99": true,
+	"kafka_server_replicamanager_underreplicatedpartitions": true, "kafka_server_replicamanager_underminisrpartitioncount": true,
+	"kafka_server_replicamanager_isrshrinks_per_second": true, "kafka_server_replicamanager_isrexpands_per_second": true,
+	"kafka_controller_offlinepartitionscount": true, "kafka_log_flush_time_ms_p99": true,
+
+	"rabbitmq_global_messages_received_per_second": true, "rabbitmq_global_messages_confirmed_per_second": true,
+	"rabbitmq_global_messages_delivered_per_second": true, "rabbitmq_global_messages_redelivered_per_second": true,
+	"rabbitmq_queue_messages": true, "rabbitmq_alarms_memory_used_watermark": true, "rabbitmq_alarms_free_disk_space_watermark": true,
+
+	"nats_messages_in_per_second": true, "nats_messages_out_per_second": true, "nats_slow_consumers_per_second": true,
+	"nats_jetstream_storage_bytes": true, "nats_jetstream_api_errors_per_second": true,
+
+	"redis_commands_per_second": true, "redis_bytes_in_per_second": true, "redis_memory_used_bytes": true,
+}
+
+// Headline reports whether the series called name (without labels) is
+// one reports chart.
+func Headline(name string) bool { return headlines[name] }
+
 // rateKey is the key of a counter's rate: its name without "_total",
 // with "_per_second", then its labels.
 func rateKey(counter string) string {

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
@@ -521,12 +522,16 @@ func (in *Input) Charts() ([]Chart, error) {
 			{"broker-memory", "Broker process resident memory", "MB", broker(func(s *results.System) float64 { return s.BrokerRSSMB })},
 		}...)
 	}
-	steps = append(steps, in.brokerMetricCharts()...)
 	for _, s := range steps {
 		if err := add(in.timeSeries(s.name, s.title, s.y, s.v)); err != nil {
 			return nil, err
 		}
 	}
+	broker, err := in.brokerMetricCharts()
+	if err != nil {
+		return nil, err
+	}
+	charts = append(charts, broker...)
 	for _, pc := range []struct {
 		name, title string
 		enc         func(r *results.Run) string
@@ -545,13 +550,12 @@ func (in *Input) Charts() ([]Chart, error) {
 	return charts, nil
 }
 
-// brokerMetricCharts charts the brokers' own metrics, one chart per series
-// (name and labels) about traffic, replication or alarms (chartedBroker)
-// that changed during some run: a figure that stayed the same throughout
-// (a partition count, or under-replicated partitions that stayed 0) says
-// nothing over time. Every series stays in the results. Series sort by
-// name.
-func (in *Input) brokerMetricCharts() []timeChart {
+// brokerMetricCharts charts the brokers' own headline metrics
+// (brokermetrics.Headline), one chart per metric with a line per run and
+// label set, for the series that changed during some run: a figure that
+// stayed the same throughout (under-replicated partitions that stayed 0)
+// says nothing over time. Every series stays in the results.
+func (in *Input) brokerMetricCharts() ([]Chart, error) {
 	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
@@ -568,42 +572,59 @@ func (in *Input) brokerMetricCharts() []timeChart {
 			}
 		}
 	}
-	var charts []timeChart
-	for _, k := range slices.Sorted(maps.Keys(lo)) {
-		if lo[k] == hi[k] || !chartedBroker(k) {
-			continue
+	byName := map[string][]string{}
+	for k := range lo {
+		name, _, _ := strings.Cut(k, "{")
+		if lo[k] != hi[k] && brokermetrics.Headline(name) {
+			byName[name] = append(byName[name], k)
 		}
-		unit := "as reported"
-		if strings.Contains(k, "_per_second") {
-			unit = "per second"
-		}
-		charts = append(charts, timeChart{"broker-" + chartFileName(k), "Broker metric " + k, unit, func(iv results.Interval) float64 {
-			if iv.System == nil {
-				return math.NaN()
-			}
-			v, ok := iv.System.Broker[k]
-			if !ok {
-				return math.NaN()
-			}
-			return v
-		}})
 	}
-	return charts
+	var charts []Chart
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		c, err := in.brokerChart(name, slices.Sorted(slices.Values(byName[name])))
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, c)
+	}
+	return charts, nil
 }
 
-// chartedTopics are the words in the names of the broker series the
-// report charts: messages, bytes and requests, replication, alarms.
-var chartedTopics = []string{"messages", "bytesin", "bytesout", "requests", "replicated", "isr", "offline", "alarm", "confirm", "publish", "deliver"}
-
-// chartedBroker reports whether the report charts the broker series key.
-func chartedBroker(key string) bool {
-	name, _, _ := strings.Cut(key, "{")
-	for _, w := range chartedTopics {
-		if strings.Contains(name, w) {
-			return true
+// brokerChart draws the broker series keys of metric name over time: a
+// line per run and series.
+func (in *Input) brokerChart(name string, keys []string) (Chart, error) {
+	var ss []series
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			for _, k := range keys {
+				s := series{label: runLabel(g, r)}
+				if _, labels, ok := strings.Cut(k, "{"); ok {
+					s.label += " " + strings.TrimSuffix(labels, "}")
+				}
+				for _, iv := range r.Intervals {
+					if iv.System == nil || iv.Phase == results.Drain {
+						continue
+					}
+					if v, ok := iv.System.Broker[k]; ok {
+						s.xy = append(s.xy, plotter.XY{X: iv.EndSeconds, Y: v})
+					}
+				}
+				if len(s.xy) > 0 {
+					ss = append(ss, s)
+				}
+			}
 		}
 	}
-	return false
+	unit := "as reported"
+	if strings.HasSuffix(name, "_per_second") {
+		unit = "per second"
+	}
+	title := "Broker metric " + name
+	const xLabel = "time since producing started (s)"
+	marks := in.faultMarks()
+	svg, err := render(title, xLabel, unit, false, false, ss, marks...)
+	return Chart{Name: "broker-" + chartFileName(name), Title: title, SVG: svg, Plot: newPlot(xLabel, unit, false, false, ss, marks),
+		Caption: "The brokers' own figures, read at the end of each interval, summed over nodes."}, err
 }
 
 // chartFileName makes a series key a file name: letters, digits and

@@ -71,8 +71,9 @@ func TestLegendBelowPlot(t *testing.T) {
 	}
 }
 
-// TestBrokerMetricCharts: every broker series that changed gets a chart
-// with the fault markers; one that stayed the same gets none.
+// TestBrokerMetricCharts: every headline broker metric that changed gets
+// a chart with the fault markers, a line per label set; one that stayed
+// the same, or is not a headline, gets none.
 func TestBrokerMetricCharts(t *testing.T) {
 	r := fixtureRun("kill", 1024, 1, 1000, 5)
 	r.Faults = []results.FaultEvent{{AtSeconds: 2, Action: "kill leader"}}
@@ -86,6 +87,8 @@ func TestBrokerMetricCharts(t *testing.T) {
 			"kafka_server_replicamanager_underreplicatedpartitions": urp,
 			"kafka_server_replicamanager_partitioncount":            12,
 			"rabbitmq_erlang_gc_runs_per_second":                    float64(10 * i),
+			`kafka_network_requests_per_second{request="Produce"}`:  float64(100 + i),
+			`kafka_network_requests_per_second{request="Fetch"}`:    float64(200 - i),
 		}}
 	}
 	in := &Input{Title: "broker", Groups: []*Group{{Label: "kill", Runs: []*results.Run{r}}}}
@@ -99,7 +102,7 @@ func TestBrokerMetricCharts(t *testing.T) {
 			got[c.Name] = c
 		}
 	}
-	for _, name := range []string{"broker-kafka-server-messagesin-per-second", "broker-kafka-server-replicamanager-underreplicatedpartitions"} {
+	for _, name := range []string{"broker-kafka-server-messagesin-per-second", "broker-kafka-server-replicamanager-underreplicatedpartitions", "broker-kafka-network-requests-per-second"} {
 		c, ok := got[name]
 		if !ok {
 			t.Errorf("no chart %s among %v", name, slices.Collect(maps.Keys(got)))
@@ -109,7 +112,11 @@ func TestBrokerMetricCharts(t *testing.T) {
 			t.Errorf("chart %s has no fault marker", name)
 		}
 	}
-	if _, ok := got["broker-kafka-server-replicamanager-partitioncount"]; ok || len(got) != 2 {
+	// One chart per metric, a line per label set.
+	if c := got["broker-kafka-network-requests-per-second"]; c.Plot == nil || len(c.Plot.Series) != 2 {
+		t.Errorf("the requests chart: %+v, want the Produce and Fetch lines", c.Plot)
+	}
+	if _, ok := got["broker-kafka-server-replicamanager-partitioncount"]; ok || len(got) != 3 {
 		t.Errorf("charts %v: a series that never changed is charted", slices.Collect(maps.Keys(got)))
 	}
 	for _, c := range charts {
