@@ -184,6 +184,12 @@ quick: {warmup: 1s, duration: 2s}
 // secured broker and takes its credentials; with explicit addresses, a
 // wrong password and an untrusted certificate fail at once with advice.
 func TestSecuredLocalBrokers(t *testing.T) {
+	// One state directory for all: the stream case runs on the RabbitMQ
+	// node the AMQP case secured.
+	t.Setenv("BROKERBENCH_STATE", filepath.Join(t.TempDir(), "state"))
+	for _, down := range [][]string{{"redis", "39697"}, {"nats", "39698"}, {"rabbitmq", "39699"}} {
+		defer execute("local", "down", down[0], "--port", down[1])
+	}
 	for _, tc := range []struct {
 		kind, port, listener string
 		// metric is a broker series that counts the messages in, read
@@ -205,14 +211,12 @@ func TestSecuredLocalBrokers(t *testing.T) {
 		{"rabbitmq", "39699", "amqps", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq\n  commonConfig: {amqpUris: \"amqps://" + user + ":" + password + "@" + addr + "/\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
-		{"rabbitmq", "39700", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
+		{"rabbitmq", "39699", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq-stream\n  commonConfig: {uris: \"rabbitmq-stream+tls://" + user + ":" + password + "@" + addr + "/%2f\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
 	} {
 		t.Run(tc.kind+"-"+tc.listener, func(t *testing.T) {
 			dir := t.TempDir()
-			t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
-			defer execute("local", "down", tc.kind, "--port", tc.port)
 			wlText := "name: secured\ntopics: 1\npartitionsPerTopic: 2\nmessageSize: 100\nrate: 1000\nwarmup: 1s\nduration: 2s\ndriver:\n"
 			run := func(want int, driverText string, args ...string) string {
 				t.Helper()
