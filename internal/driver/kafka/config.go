@@ -121,6 +121,7 @@ var settings = map[string]setting{
 	"key.serializer":                        {scopeProducer, "", byteArraySerde, "must be ByteArraySerializer"},
 	"value.serializer":                      {scopeProducer, "", byteArraySerde, "must be ByteArraySerializer"},
 
+	"group.id":                  {scopeConsumer, "", anything, "prefix of the consumer groups brokerbench names per subscription (GROUP-bb-RUN-...), so that prefixed ACLs admit them"},
 	"fetch.min.bytes":           {scopeConsumer, "1", isInt(1, maxInt32), "minimum bytes per fetch response"},
 	"fetch.max.wait.ms":         {scopeConsumer, "500", isInt(0, maxInt32), "broker wait for fetch.min.bytes"},
 	"max.partition.fetch.bytes": {scopeConsumer, "1048576", isInt(1, maxInt32), "bytes per partition per fetch"},
@@ -345,6 +346,15 @@ func (c *config) producerOpts(maxMessage, maxInFlight int) []kgo.Opt {
 		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
 	}[must(p.Get("compression.type"))]
 	return append(opts, kgo.ProducerBatchCompression(codec))
+}
+
+// group is the consumer group of a subscription: its name, after the
+// prefix group.id gives (managed clusters admit groups by prefix).
+func (c *config) group(subscription string) string {
+	if prefix, ok := c.consumer.Get("group.id"); ok && prefix != "" {
+		return prefix + "-" + subscription
+	}
+	return subscription
 }
 
 // consumerOpts maps the consumer settings onto franz-go for a member of

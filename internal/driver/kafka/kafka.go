@@ -256,6 +256,7 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 
 // WaitSubscription implements driver.SubscriptionWaiter.
 func (d *Driver) WaitSubscription(ctx context.Context, topic, subscription string, consumers int) error {
+	group := d.cfg.group(subscription)
 	md, err := d.admin.Metadata(ctx, topic)
 	if err != nil {
 		return d.unreachable(err)
@@ -263,9 +264,9 @@ func (d *Driver) WaitSubscription(ctx context.Context, topic, subscription strin
 	partitions := len(md.Topics[topic].Partitions)
 	var last string
 	for {
-		groups, err := d.admin.DescribeGroups(ctx, subscription)
+		groups, err := d.admin.DescribeGroups(ctx, group)
 		if err == nil {
-			g := groups[subscription]
+			g := groups[group]
 			assigned := len(g.AssignedPartitions()[topic])
 			last = fmt.Sprintf("state %s, %d of %d members, %d of %d partitions assigned", g.State, len(g.Members), consumers, assigned, partitions)
 			if g.Err == nil && g.State == "Stable" && len(g.Members) == consumers && assigned == partitions {
@@ -274,7 +275,7 @@ func (d *Driver) WaitSubscription(ctx context.Context, topic, subscription strin
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("consumer group %q did not settle (%s): %w", subscription, last, ctx.Err())
+			return fmt.Errorf("consumer group %q did not settle (%s): %w", group, last, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -398,7 +399,7 @@ func (e sendError) Kind() string {
 // goroutine until Close.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume, topic: spec.Topic}
-	opts := append(d.cfg.consumerOpts(spec.Topic, spec.Subscription, spec.Start),
+	opts := append(d.cfg.consumerOpts(spec.Topic, d.cfg.group(spec.Subscription), spec.Start),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			c.readyOnce.Do(func() { close(c.ready) })
 		}))

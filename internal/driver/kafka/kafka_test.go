@@ -18,6 +18,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -382,4 +383,41 @@ func registered(t *testing.T) driver.Registration {
 		t.Fatal("the kafka driver is not registered")
 	}
 	return reg
+}
+
+// TestGroupIDPrefixesTheGroups: a consumerConfig group.id (as in the
+// consumer.properties of Kafka's own tools) becomes the prefix of the
+// subscription's consumer group, so prefixed ACLs admit it; the group
+// settles under that name.
+func TestGroupIDPrefixesTheGroups(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
+		Consumer: workload.Properties{{Key: "group.id", Value: "kafka-perf"}}}, driver.Options{Endpoints: []string{broker.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const topic = "group-prefix"
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.DeleteTopic(context.Background(), topic) }()
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: "sub-1"}, func(*driver.Delivery) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := d.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, "sub-1", 1); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, "kafka-perf-sub-1")
+	if err != nil || groups["kafka-perf-sub-1"].State != "Stable" {
+		t.Errorf("group kafka-perf-sub-1: %+v, %v", groups["kafka-perf-sub-1"], err)
+	}
 }
