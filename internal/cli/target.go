@@ -243,14 +243,21 @@ func (t *target) release() error {
 }
 
 // usesLocal reports whether a driver for dc runs against the local broker:
-// no address given on the command line and none in its config.
+// no address given on the command line and none in any section of its
+// config.
 func (t *target) usesLocal(dc *workload.DriverConfig) bool {
 	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
 	}
 	reg, _ := driver.Lookup(dc.Name)
-	_, configured := dc.Common.Get(reg.EndpointSetting)
-	return !configured
+	// Files made for Kafka's own tools give the addresses in producer
+	// and consumer properties alone.
+	for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
+		if _, configured := section.Get(reg.EndpointSetting); configured {
+			return false
+		}
+	}
+	return true
 }
 
 // localKind is the kind of local broker that dc's driver runs against
