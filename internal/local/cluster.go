@@ -480,7 +480,7 @@ func (c *Cluster) waitFor(ctx context.Context, limit time.Duration, what string,
 			if _, err := os.Stat(n.pidFile()); err != nil {
 				continue // not started yet
 			}
-			if _, ok := n.PID(); !ok {
+			if !n.runningAfterExec() {
 				return fmt.Errorf("%s node %d exited during start-up; last lines of %s:\n%s", c.Kind.Name(), n.ID, n.LogFile(), tail(n.LogFile(), 15))
 			}
 		}
@@ -504,6 +504,19 @@ func (c *Cluster) waitFor(ctx context.Context, limit time.Duration, what string,
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// runningAfterExec reports whether the node's process runs, looking
+// twice 200 ms apart: while a start script execs the broker (RabbitMQ's
+// does), the process's command line reads empty for a moment and the
+// process cannot be told from another.
+func (n *Node) runningAfterExec() bool {
+	if _, ok := n.PID(); ok {
+		return true
+	}
+	time.Sleep(200 * time.Millisecond)
+	_, ok := n.PID()
+	return ok
 }
 
 // Restart starts a stopped or killed node again with its layout and data.
