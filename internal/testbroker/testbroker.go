@@ -5,6 +5,7 @@ package testbroker
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -106,6 +107,12 @@ func MainLocal(m *testing.M, kind string, port int, broker **Broker) {
 }
 
 func run(m *testing.M, broker **Broker, start func() (*Broker, error)) {
+	// Fuzzing runs a package's fuzz target (a parser) in worker processes
+	// that need no broker, and must not each start one on the same port.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	b, err := start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
