@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -319,13 +318,9 @@ func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 func (RabbitMQ) NodeReady(ctx context.Context, c *Cluster, n *Node) error {
 	uri, cfg := "amqp://guest:guest@"+n.Addr(c.listenerKey("amqp"))+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
 	if !c.serves("amqp") {
-		roots, err := pki.ReadCertificates(c.Security().CAFile)
+		pool, err := pki.ReadPool(c.Security().CAFile)
 		if err != nil {
 			return err
-		}
-		pool := x509.NewCertPool()
-		for _, r := range roots {
-			pool.AddCert(r)
 		}
 		uri, cfg.TLSClientConfig = "amqps://guest:guest@"+n.Addr("client")+"/", &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}

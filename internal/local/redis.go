@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -172,13 +171,9 @@ func (Redis) Ready(ctx context.Context, c *Cluster) error {
 	opts := &goredis.Options{Addr: c.nodes[0].Addr(c.listenerKey("plain")), MaxRetries: -1}
 	if !c.serves("plain") {
 		opts.Addr = c.nodes[0].Addr("client")
-		roots, err := pki.ReadCertificates(c.Security().CAFile)
+		pool, err := pki.ReadPool(c.Security().CAFile)
 		if err != nil {
 			return err
-		}
-		pool := x509.NewCertPool()
-		for _, r := range roots {
-			pool.AddCert(r)
 		}
 		opts.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}

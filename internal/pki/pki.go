@@ -173,6 +173,20 @@ func ReadCertificates(file string) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
+// ReadPool returns the certificates of a PEM file as a pool of trusted
+// roots.
+func ReadPool(file string) (*x509.CertPool, error) {
+	certs, err := ReadCertificates(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}
+
 // ParseCertificates returns the certificates in PEM data, in order; other
 // blocks are skipped. No certificate at all is an error.
 func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
