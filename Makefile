@@ -72,6 +72,7 @@ fuzz:
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseNATSVarz$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseRedisInfo$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -58,11 +58,11 @@ func (s *Subscription) Record(producer uint32, seq uint64) Verdict {
 // Outcome is what one producer knows about its messages when the run ends.
 type Outcome struct {
 	// Sent is the number of messages attempted: sequence numbers [0, Sent).
-	Sent uint64
+	Sent uint64 `json:"sent"`
 	// Failed holds the numbers the broker refused or that timed out.
-	Failed *SeqSet
+	Failed *SeqSet `json:"failed,omitempty"`
 	// Pending holds the numbers with no outcome yet (the run was cut short).
-	Pending *SeqSet
+	Pending *SeqSet `json:"pending,omitempty"`
 }
 
 // Result is one subscription's reconciliation.
