@@ -159,3 +159,18 @@ func TestDistinctCountsFirstDeliveries(t *testing.T) {
 		t.Errorf("distinct %d, want 3", s.Distinct())
 	}
 }
+
+// TestReconcileUnknownOutcome: the deliveries of a producer whose outcome
+// is unknown are delivered, never expected, lost or unexpected.
+func TestReconcileUnknownOutcome(t *testing.T) {
+	s := NewSubscription(2)
+	for _, seq := range []uint64{0, 1, 5, 900} {
+		s.Record(1, seq)
+	}
+	s.Record(0, 0)
+	got := s.Reconcile([]Outcome{{Sent: 3}, {Unknown: true}})
+	want := Result{Expected: 3, Delivered: 5, Lost: 2}
+	if got != want {
+		t.Fatalf("Reconcile = %+v, want %+v", got, want)
+	}
+}

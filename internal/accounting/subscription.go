@@ -63,6 +63,10 @@ type Outcome struct {
 	Failed *SeqSet `json:"failed,omitempty"`
 	// Pending holds the numbers with no outcome yet (the run was cut short).
 	Pending *SeqSet `json:"pending,omitempty"`
+	// Unknown says the producer's outcome is unknown (the process that ran
+	// it was lost): its deliveries count as delivered, none as expected,
+	// lost or unexpected.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Result is one subscription's reconciliation.
@@ -102,6 +106,10 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 		}
 		if pending == nil {
 			pending = &SeqSet{}
+		}
+		if o.Unknown {
+			r.Delivered += seen.Len()
+			continue
 		}
 		r.Unexpected += seen.countAbove(o.Sent)
 		r.Delivered += seen.Len() - seen.countAbove(o.Sent)

@@ -62,8 +62,56 @@ type Run struct {
 	// LeaderMoves, in a run with faults, counts the partitions of the
 	// run's topics whose leader after the run differs from the one at the
 	// start of the measurement; nil when the driver cannot tell.
-	LeaderMoves *int     `json:"leaderMoves,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
+	LeaderMoves *int `json:"leaderMoves,omitempty"`
+	// Distributed is set for a run spread over several workers: how, and
+	// what each worker measured. Everything else in the run is merged
+	// over the workers.
+	Distributed *Distribution `json:"distributed,omitempty"`
+	Warnings    []string      `json:"warnings,omitempty"`
+}
+
+// Distribution describes a run spread over workers.
+type Distribution struct {
+	// Placement is how producers and consumers were spread ("spread",
+	// "by-topic").
+	Placement string `json:"placement"`
+	// StartSpreadMs is the largest minus the smallest moment at which a
+	// worker's run started, on the coordinator's clock; each moment is
+	// known to within its worker's ClockErrorMs.
+	StartSpreadMs float64 `json:"startSpreadMs"`
+	// EndToEndClockErrorMs bounds the error that clock offsets add to an
+	// end-to-end latency: the largest sum of two workers' clock errors
+	// where one consumes what the other sends; 0 when every message is
+	// consumed on the worker that sent it.
+	EndToEndClockErrorMs float64  `json:"endToEndClockErrorMs"`
+	Workers              []Worker `json:"workers"`
+}
+
+// Worker is one worker of a distributed run and what it measured.
+type Worker struct {
+	Address   string `json:"address"`
+	Hostname  string `json:"hostname,omitempty"`
+	Producers int    `json:"producers"`
+	Consumers int    `json:"consumers"`
+	// ClockOffsetMs is the worker's clock minus the coordinator's;
+	// ClockErrorMs bounds its error (half the round trip of the best of
+	// several samples), RoundTripMs is that round trip.
+	ClockOffsetMs float64 `json:"clockOffsetMs"`
+	ClockErrorMs  float64 `json:"clockErrorMs"`
+	RoundTripMs   float64 `json:"roundTripMs"`
+	// StartLateMs is how long after the barrier's start instant the
+	// worker's run started.
+	StartLateMs float64 `json:"startLateMs"`
+	// Measured is the worker's own measurement phase; System its
+	// machine's mean resource use.
+	Measured Traffic `json:"measured"`
+	System   *System `json:"system,omitempty"`
+	// Intervals is how many intervals the worker sent.
+	Intervals int `json:"intervals"`
+	// Error says why the worker failed or was lost, if it did; what it
+	// sent before then is merged.
+	Error    string   `json:"error,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // FaultEvent is one fault as it happened.
@@ -519,4 +567,53 @@ func Decode(name string, data []byte) (*Run, error) {
 		return nil, fmt.Errorf("%s: results with negative sizes: the file was not written by brokerbench", name)
 	}
 	return &r, nil
+}
+
+// MeanSystem averages the measurement intervals' resource use; memory is
+// the largest seen. Nil if none was sampled.
+func MeanSystem(intervals []Interval) *System {
+	var sum System
+	n := 0
+	broker, brokerN := map[string]float64{}, map[string]int{}
+	for _, iv := range intervals {
+		s := iv.System
+		if s == nil || (iv.Phase != Measure && iv.Phase != BacklogDrain) {
+			continue
+		}
+		n++
+		sum.CPUUser += s.CPUUser
+		sum.CPUSystem += s.CPUSystem
+		sum.CPUIowait += s.CPUIowait
+		sum.CPUIdle += s.CPUIdle
+		sum.DiskReadMBps += s.DiskReadMBps
+		sum.DiskWriteMBps += s.DiskWriteMBps
+		sum.NetRxMBps += s.NetRxMBps
+		sum.NetTxMBps += s.NetTxMBps
+		sum.ClientCPU += s.ClientCPU
+		sum.BrokerCPU += s.BrokerCPU
+		sum.LinkProxyCPU += s.LinkProxyCPU
+		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
+		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
+		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
+		for k, v := range s.Broker {
+			broker[k] += v
+			brokerN[k]++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	for k := range broker {
+		broker[k] /= float64(brokerN[k])
+	}
+	if len(broker) == 0 {
+		broker = nil
+	}
+	f := float64(n)
+	return &System{Broker: broker,
+		CPUUser: sum.CPUUser / f, CPUSystem: sum.CPUSystem / f, CPUIowait: sum.CPUIowait / f, CPUIdle: sum.CPUIdle / f,
+		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
+		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,
+		BrokerSampled: sum.BrokerSampled, LinkProxyCPU: sum.LinkProxyCPU / f,
+	}
 }

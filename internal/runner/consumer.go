@@ -17,8 +17,11 @@ type consumerStats struct {
 	consumed, foreign, outOfOrder atomic.Int64
 	endToEnd                      *metrics.Histogram
 	record                        bool // record latencies (see Config.NoLatencyRecording)
-	sub                           *accounting.Subscription
-	order                         accounting.Order
+	// skew, if set, is added to the latency of a message by the
+	// producer of that index (Part.SkewNanos).
+	skew  []int64
+	sub   *accounting.Subscription
+	order accounting.Order
 }
 
 func newConsumerStats(sub *accounting.Subscription, record bool) *consumerStats {
@@ -36,7 +39,11 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 		return
 	}
 	if s.record {
-		s.endToEnd.RecordNanos(now - h.SendTime)
+		e2e := now - h.SendTime
+		if int(h.ProducerID) < len(s.skew) {
+			e2e += s.skew[h.ProducerID]
+		}
+		s.endToEnd.RecordNanos(e2e)
 	}
 	s.consumed.Add(1)
 	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Lane, h.ProducerID, h.Seq) {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/accounting"
@@ -86,6 +87,10 @@ type Config struct {
 	// Journal, if set, receives the run's progress as it happens: topics
 	// before they are created and once deleted, and every interval.
 	Journal Journal
+	// Part, if set, makes the run one process's share of a run spread
+	// over several (see Part); faults and backlog tests are then the
+	// coordinator's, not the run's.
+	Part *Part
 }
 
 // Journal receives a run's progress as it happens, so that a run killed
@@ -98,6 +103,15 @@ type Journal interface {
 	DeletedTopic(name string)
 	// Interval is called with every interval and its histograms.
 	Interval(iv results.Interval, h results.Histograms)
+}
+
+// TopicName is the name of topic t (from 0) of the run with the given id.
+func TopicName(id string, t int) string { return fmt.Sprintf("bb-%s-%03d", id, t) }
+
+// SubscriptionName is the name of subscription s (from 0) of topic t of
+// the run with the given id: unique per run, also on existing topics.
+func SubscriptionName(id string, t, s int) string {
+	return fmt.Sprintf("bb-%s-%03d-sub-%03d", id, t, s)
 }
 
 // NewID returns a new run id: the UTC start time and 8 random hex digits.
@@ -153,6 +167,11 @@ type run struct {
 	// leadersBefore receives the partitions' leaders at the start of
 	// the measurement, for runs with faults on drivers that know them.
 	leadersBefore chan map[string]map[int]int
+	// part is cfg.Part; startAt is the origin the part's coordinator set.
+	part    *Part
+	startAt int64
+	// consumersReady is set once r.subs and r.consumers are complete.
+	consumersReady atomic.Bool
 }
 
 // leaders returns the leader of every partition of the run's topics, or
@@ -273,10 +292,13 @@ func newRun(cfg Config) *run {
 	}
 	r.res = &results.Run{Schema: results.Schema, ID: id, Workload: w, IntervalSeconds: cfg.Interval.Seconds()}
 	for t := range w.Topics {
-		r.topics = append(r.topics, fmt.Sprintf("bb-%s-%03d", id, t))
+		r.topics = append(r.topics, TopicName(id, t))
 	}
 	if len(cfg.ExistingTopics) > 0 {
 		r.topics = cfg.ExistingTopics
+	}
+	if cfg.Part != nil {
+		r.part, r.topics, cfg.Part.r = cfg.Part, cfg.Part.Topics, r
 	}
 	return r
 }
@@ -287,7 +309,16 @@ func (r *run) execute(ctx context.Context) (*results.Run, error) {
 	if n := len(r.cfg.ExistingTopics); n > 0 && n != r.w.Topics {
 		return nil, fmt.Errorf("%w: %d existing topics given for a workload with %d", ErrSetup, n, r.w.Topics)
 	}
+	if r.part != nil {
+		w := r.w
+		if err := r.part.check(w.Producers(), w.Topics*w.SubscriptionsPerTopic*w.ConsumersPerSubscription, w.Topics); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+	}
 	created, err := r.setup(ctx)
+	if err == nil && r.part != nil {
+		r.startAt, err = r.waitForStart(ctx)
+	}
 	if err != nil {
 		r.teardownBounded(created)
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
@@ -347,7 +378,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 // then removes.
 func (r *run) createTopics(ctx context.Context) ([]string, error) {
 	var created []string
-	if len(r.cfg.ExistingTopics) > 0 {
+	if len(r.cfg.ExistingTopics) > 0 || r.part != nil {
 		return nil, nil
 	}
 	for _, t := range r.topics {
@@ -373,14 +404,22 @@ func (r *run) startConsumers(ctx context.Context) error {
 		members    []driver.Consumer
 	}
 	var groups []group
+	defer r.consumersReady.Store(true)
+	index := -1 // the consumer's global index
 	for ti, t := range r.topics {
 		for s := range w.SubscriptionsPerTopic {
 			// Subscription names are unique per run, also on existing topics.
-			g := group{topic: t, sub: fmt.Sprintf("bb-%s-%03d-sub-%03d", r.res.ID, ti, s)}
+			g := group{topic: t, sub: SubscriptionName(r.res.ID, ti, s)}
 			rec := accounting.NewSubscription(w.Producers())
 			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
+				if index++; !r.runsConsumer(index) {
+					continue
+				}
 				st := newConsumerStats(rec, !r.cfg.NoLatencyRecording)
+				if r.part != nil {
+					st.skew = r.part.SkewNanos
+				}
 				// A run's own topics hold only its messages, and a
 				// consume-only run reads what its topics hold: both
 				// from the earliest.
@@ -392,7 +431,9 @@ func (r *run) startConsumers(ctx context.Context) error {
 				r.closers = append(r.closers, c.Close)
 				g.members = append(g.members, c)
 			}
-			groups = append(groups, g)
+			if len(g.members) > 0 {
+				groups = append(groups, g)
+			}
 		}
 	}
 	if len(groups) > 0 {
@@ -439,6 +480,9 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 	perProducer := min(r.cfg.MaxInFlightBytes, (1<<30)/max(n, 1))
 	inFlight := max(16, min(16384, perProducer/w.MessageSize))
 	for i := range n {
+		if !r.runsProducer(i) {
+			continue
+		}
 		keys, err := payload.NewKeys(w.KeyDistributor, w.Seed+uint64(i))
 		if err != nil {
 			return err
@@ -524,6 +568,9 @@ func (r *run) measure(ctx context.Context) error {
 	var wg sync.WaitGroup
 	finished := make(chan struct{})
 	c.origin = clock.Now()
+	if r.part != nil {
+		c.origin = r.startAt
+	}
 	c.lastAt = c.origin
 	// Producers start one millisecond after the origin so the first
 	// intended send time is never in the past.
@@ -539,6 +586,18 @@ func (r *run) measure(ctx context.Context) error {
 	// subscriptions consumed the message limit; with them it also ends when
 	// all have sent their message limit.
 	switch {
+	case r.part != nil:
+		// A part's run ends as one whose producers finished only when
+		// every part's have.
+		go func() {
+			wg.Wait()
+			r.part.SentAll()
+			select {
+			case <-r.part.AllSent:
+				close(finished)
+			case <-prodCtx.Done():
+			}
+		}()
 	case len(r.producers) > 0:
 		go func() { wg.Wait(); close(finished) }()
 	case r.w.MessageLimit > 0 && len(r.subs) > 0:
@@ -699,6 +758,9 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 // sampling intervals meanwhile, until ctx ends (bound is its timeout, for
 // the message).
 func (r *run) drain(ctx context.Context, c *collector, bound time.Duration) error {
+	if r.part != nil {
+		return r.drainPart(ctx, c, bound)
+	}
 	if len(r.consumers) == 0 || len(r.producers) == 0 {
 		return nil
 	}
@@ -767,7 +829,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		Traffic:         traffic(agg, measureEnd.failed-c.measureStart.failed, secs, r.w.MessageSize),
 	}
 	m := &r.res.Measured
-	m.System = meanSystem(r.res.Intervals)
+	m.System = results.MeanSystem(r.res.Intervals)
 	m.SampleDelayMaxMs = float64(c.lateMax) / 1e6
 	if secs > 0 && len(r.producers) > 0 {
 		m.BrokerWaitShare = min(1, float64(measureEnd.waitedForBroker-c.measureStart.waitedForBroker)/(secs*1e9*float64(len(r.producers))))
@@ -785,7 +847,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	r.count()
 	r.recoverFaults()
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
-		r.res.Target = judgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
+		r.res.Target = JudgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
 	}
 }
 
@@ -812,6 +874,10 @@ func (r *run) count() {
 		cnt.LatencyClamped += s.endToEnd.Clamped(0)
 		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
+	if r.part != nil {
+		r.keepRecords()
+		return
+	}
 	r.reconcile(cnt)
 	if sc, ok := r.cfg.Driver.(driver.WrittenCounter); ok && len(r.cfg.ExistingTopics) == 0 {
 		if r.stored == nil {
@@ -832,7 +898,7 @@ func (r *run) count() {
 	}
 }
 
-// judgeTarget states whether the measured aggregate m held a target rate
+// JudgeTarget states whether the measured aggregate m held a target rate
 // with send lag p99 within maxLag, and when it did not, what limited it:
 // the broker (sends failed, or the producers waited on it), or the load
 // generator itself
@@ -840,7 +906,7 @@ func (r *run) count() {
 // nothing but their own speed). A run that sent its whole message limit
 // (sentAll) is measured to its last acknowledgement, so its rate includes
 // that tail: its schedule is judged by the send lag alone.
-func judgeTarget(m *results.Aggregate, rate float64, maxLag, interval time.Duration, sentAll bool) *results.Target {
+func JudgeTarget(m *results.Aggregate, rate float64, maxLag, interval time.Duration, sentAll bool) *results.Target {
 	tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
 	if math.IsNaN(m.PublishRate) || m.DurationSeconds == 0 {
 		tg.Held, tg.Reason = false, "no measurement interval completed"
@@ -916,29 +982,47 @@ func traffic(h summaries, failed int64, secs float64, messageSize int) results.T
 }
 
 // reconcile compares each subscription's deliveries with the producers'
-// outcomes and adds lost, duplicated and unexpected messages to cnt. If
-// the drain did not complete (interrupted, timed out), missing messages
-// may still be in the broker: they count as undelivered, not lost.
+// outcomes and adds the result to cnt (see Reconcile).
 func (r *run) reconcile(cnt *results.Counts) {
 	outcomes := make([]accounting.Outcome, len(r.producers))
 	for i, p := range r.producers {
 		outcomes[i] = p.outcome()
 	}
-	for _, sub := range r.subs {
+	records := make([]Record, len(r.subs))
+	for i, sub := range r.subs {
+		records[i] = Record{Name: sub.name, Topic: sub.topic, Deliveries: sub.deliver}
+	}
+	Reconcile(cnt, records, outcomes, len(r.topics), r.drained)
+}
+
+// Record is one subscription's deliveries, for Reconcile.
+type Record struct {
+	Name       string
+	Topic      int // index of its topic
+	Deliveries *accounting.Subscription
+}
+
+// Reconcile compares each subscription's deliveries with the outcomes of
+// the producers (indexed by producer id; producer i writes to topic i mod
+// topics) and adds lost, duplicated and unexpected messages to cnt. If the
+// consumers were not drained (interrupted, timed out), missing messages may
+// still be in the broker: they count as undelivered, not lost.
+func Reconcile(cnt *results.Counts, records []Record, outcomes []accounting.Outcome, topics int, drained bool) {
+	for _, sub := range records {
 		// Only the producers writing to the subscription's topic count.
 		mine := make([]accounting.Outcome, len(outcomes))
 		for i := range outcomes {
-			if i%len(r.topics) == sub.topic {
+			if i%topics == sub.Topic {
 				mine[i] = outcomes[i]
 			}
 		}
-		res := sub.deliver.Reconcile(mine)
+		res := sub.Deliveries.Reconcile(mine)
 		lost, undelivered := int64(res.Lost), int64(0)
-		if !r.drained {
+		if !drained {
 			lost, undelivered = 0, lost
 		}
 		cnt.Subscriptions = append(cnt.Subscriptions, results.SubscriptionCounts{
-			Name: sub.name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: lost, Undelivered: undelivered,
+			Name: sub.Name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: lost, Undelivered: undelivered,
 			Duplicated: res.Duplicated, FailedDelivered: int64(res.FailedDelivered), Unexpected: int64(res.Unexpected),
 		})
 		cnt.Lost += lost
@@ -977,53 +1061,4 @@ func (r *run) closeWhenConsumed(ctx context.Context, n int64, done chan<- struct
 		}
 	}
 	close(done)
-}
-
-// meanSystem averages the measurement intervals' resource use; memory is
-// the largest seen. Nil if none was sampled.
-func meanSystem(intervals []results.Interval) *results.System {
-	var sum results.System
-	n := 0
-	broker, brokerN := map[string]float64{}, map[string]int{}
-	for _, iv := range intervals {
-		s := iv.System
-		if s == nil || (iv.Phase != results.Measure && iv.Phase != results.BacklogDrain) {
-			continue
-		}
-		n++
-		sum.CPUUser += s.CPUUser
-		sum.CPUSystem += s.CPUSystem
-		sum.CPUIowait += s.CPUIowait
-		sum.CPUIdle += s.CPUIdle
-		sum.DiskReadMBps += s.DiskReadMBps
-		sum.DiskWriteMBps += s.DiskWriteMBps
-		sum.NetRxMBps += s.NetRxMBps
-		sum.NetTxMBps += s.NetTxMBps
-		sum.ClientCPU += s.ClientCPU
-		sum.BrokerCPU += s.BrokerCPU
-		sum.LinkProxyCPU += s.LinkProxyCPU
-		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
-		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
-		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
-		for k, v := range s.Broker {
-			broker[k] += v
-			brokerN[k]++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	for k := range broker {
-		broker[k] /= float64(brokerN[k])
-	}
-	if len(broker) == 0 {
-		broker = nil
-	}
-	f := float64(n)
-	return &results.System{Broker: broker,
-		CPUUser: sum.CPUUser / f, CPUSystem: sum.CPUSystem / f, CPUIowait: sum.CPUIowait / f, CPUIdle: sum.CPUIdle / f,
-		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
-		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,
-		BrokerSampled: sum.BrokerSampled, LinkProxyCPU: sum.LinkProxyCPU / f,
-	}
 }

@@ -396,9 +396,9 @@ func TestJudgeTargetNamesTheLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.m
 			m.DurationSeconds = 10
-			tg := judgeTarget(&m, 1000, 10*time.Millisecond, time.Second, false)
+			tg := JudgeTarget(&m, 1000, 10*time.Millisecond, time.Second, false)
 			if tg.Held != tc.held || tg.LoadGeneratorBound != tc.lgBound || !strings.Contains(tg.Limit, tc.limit) {
-				t.Errorf("judgeTarget = %+v, want held %v, load-generator-bound %v, limit with %q", tg, tc.held, tc.lgBound, tc.limit)
+				t.Errorf("JudgeTarget = %+v, want held %v, load-generator-bound %v, limit with %q", tg, tc.held, tc.lgBound, tc.limit)
 			}
 		})
 	}
