@@ -40,7 +40,7 @@ same cleaning by itself.`,
 			if err := f.local.validate(); err != nil {
 				return err
 			}
-			dc := &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
+			dc := defaultDriver()
 			if f.driverFile != "" {
 				var err error
 				if dc, err = workload.LoadDriver(f.driverFile); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
@@ -60,6 +61,7 @@ type runFlags struct {
 	quiet         bool
 	progress      bool
 	local         localFlags
+	workers       workerFlags
 }
 
 func newRunCmd(io IO) *cobra.Command {
@@ -135,6 +137,9 @@ and its send lag p99 stays within --max-send-lag.`,
 	_ = fl.MarkHidden("no-latency-recording")
 	fl.BoolVar(&f.progress, "progress", true, "print a progress line per interval (as 'study --progress')")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
+	fl.StringSliceVar(&f.workers.urls, "workers", nil, "spread the run over these workers ('brokerbench worker'), comma-separated http://host:port; the results are merged as one run's")
+	fl.StringVar(&f.workers.file, "workers-file", "", "read the workers' URLs from this file, one per line")
+	fl.StringVar(&f.workers.placement, "placement", string(distributed.Spread), "how producers and consumers are spread over workers: spread (in turn by id) or by-topic (each topic's on one worker: end-to-end latency on one clock)")
 	f.local.registerTarget(cmd)
 	f.local.registerLocalBrokers(cmd)
 	return cmd
@@ -162,6 +167,18 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	} else if changed("slo") || changed("max-steps") {
 		return usageError{errors.New("--slo and --max-steps apply only with --find-max-rate")}
 	}
+	workers, placement, err := f.workers.list()
+	if err != nil {
+		return err
+	}
+	if changed("placement") && len(workers) == 0 {
+		return usageError{errors.New("--placement applies only with --workers or --workers-file")}
+	}
+	if len(workers) > 0 {
+		if err := distributed.CheckWorkload(w); err != nil {
+			return usageError{fmt.Errorf("%s: %w", path, err)}
+		}
+	}
 	existing := splitList(f.topics)
 	if n := len(existing); n > 0 && n != w.Topics {
 		return usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
@@ -173,7 +190,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		}
 	}
 	if dc == nil {
-		dc = &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1, Source: "default Kafka driver"}
+		dc = defaultDriver()
 	}
 	if reg, ok := driver.Lookup(dc.Name); ok {
 		if err := reg.Capabilities.CheckWorkload(w, dc.Name); err != nil {
@@ -278,12 +295,22 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 			}
 		}()
 	}
+	runOnce := runner.Run
+	if len(workers) > 0 {
+		src, err := driverSource(dc, f.driverFile, path, w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(dc))
+		if err != nil {
+			return err
+		}
+		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: placement, Driver: src})
+		}
+	}
 	var res *results.Run
 	var runErr error
 	if f.findMaxRate {
-		res, runErr = searchMaxRate(sig.stop, io, cfg, slo, f.maxSteps, f.repeats)
+		res, runErr = searchMaxRate(sig.stop, io, cfg, runOnce, slo, f.maxSteps, f.repeats)
 	} else {
-		res, runErr = runner.Run(sig.stop, cfg)
+		res, runErr = runOnce(sig.stop, cfg)
 	}
 	if res == nil {
 		if errors.Is(runErr, workload.ErrInvalid) {
@@ -438,9 +465,9 @@ func splitList(s string) []string {
 }
 
 // searchMaxRate runs a max sustainable rate search with cfg as the template
-// of every step. It returns the run at the highest held rate with the
+// of every step, each made by runOnce. It returns the run at the highest held rate with the
 // search attached, or the last step's run if none held.
-func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.Objective, maxSteps, repeats int) (*results.Run, error) {
+func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(context.Context, runner.Config) (*results.Run, error), slo []maxrate.Objective, maxSteps, repeats int) (*results.Run, error) {
 	var last *results.Run
 	trial := func(ctx context.Context, rate float64) (*results.Run, error) {
 		w := *cfg.Workload
@@ -453,7 +480,7 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, slo []maxrate.
 		} else {
 			fmt.Fprintf(io.Err, "max-rate search: trying %.0f msg/s\n", rate)
 		}
-		res, err := runner.Run(ctx, step)
+		res, err := runOnce(ctx, step)
 		if res != nil {
 			last = res
 		}

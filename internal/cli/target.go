@@ -38,6 +38,8 @@ type target struct {
 	// metricsURLs are the brokers' Prometheus endpoints given on the
 	// command line (--broker-metrics); none: the local nodes'.
 	metricsURLs []string
+	// connected are the options of the last driver connect made.
+	connected driver.Options
 }
 
 // takeFresh reports whether the local cluster was just started, once.
@@ -113,6 +115,21 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 		opts.Credentials = &driver.Credentials{CAFile: sec.CAFile, CertFile: sec.ClientKeyStore, KeyFile: sec.ClientKeyStore, Username: sec.Username, Password: pw}
 	}
 	return opts, nil
+}
+
+// plainListener reports whether dc reaches the local cluster on its plain
+// listener, where clients need no credentials.
+func (t *target) plainListener(dc *workload.DriverConfig) bool {
+	reg, _ := driver.Lookup(dc.Name)
+	listener := ""
+	if reg.LocalListener != nil {
+		listener = reg.LocalListener(dc)
+	}
+	if listener == "" || listener == "client" || t.cluster == nil {
+		return true
+	}
+	s, ok := t.cluster.Kind.(local.Securer)
+	return !ok || s.Listeners()[0] == listener
 }
 
 // startCluster starts the local cluster for dc, serving listener, or
@@ -295,6 +312,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		return nil, env, err
 	}
 	endpoints := opts.Endpoints
+	t.connected = opts
 	drv, err := driver.New(dc, opts)
 	if err != nil {
 		if errors.Is(err, driver.ErrUnknownDriver) {

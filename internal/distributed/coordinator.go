@@ -17,6 +17,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Config is a distributed run's setup.
@@ -109,17 +110,16 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 func newCoordinator(cfg Config) (*coordinator, error) {
 	rc := cfg.Run
 	w := rc.Workload
+	if err := CheckWorkload(w); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(cfg.Workers) == 0:
 		return nil, errors.New("no workers given")
-	case len(rc.Faults) > 0 || len(w.Faults) > 0:
+	case len(rc.Faults) > 0:
 		return nil, errors.New("fault schedules are not supported in a distributed run yet: run the workload in one process")
-	case w.ConsumerBacklogSizeGB > 0:
-		return nil, errors.New("backlog tests are not supported in a distributed run yet: run the workload in one process")
 	case rc.NoLatencyRecording:
 		return nil, errors.New("a distributed run merges latency histograms: it cannot run without latency recording")
-	case w.Producers() == 0 && w.MessageLimit > 0:
-		return nil, errors.New("a consume-only run with a message limit cannot be spread over workers yet: run it in one process")
 	}
 	if cfg.Placement == "" {
 		cfg.Placement = Spread
@@ -153,6 +153,19 @@ func newCoordinator(cfg Config) (*coordinator, error) {
 	}
 	c.res = &results.Run{Schema: results.Schema, ID: rc.ID, Workload: w, IntervalSeconds: rc.Interval.Seconds()}
 	return c, nil
+}
+
+// CheckWorkload reports what in w a distributed run cannot do yet.
+func CheckWorkload(w *workload.Workload) error {
+	switch {
+	case len(w.Faults) > 0:
+		return errors.New("fault schedules are not supported in a distributed run yet: run the workload in one process")
+	case w.ConsumerBacklogSizeGB > 0:
+		return errors.New("backlog tests are not supported in a distributed run yet: run the workload in one process")
+	case w.Producers() == 0 && w.MessageLimit > 0:
+		return errors.New("a consume-only run with a message limit cannot be spread over workers yet: run it in one process")
+	}
+	return nil
 }
 
 // withDefaults fills in the defaults runner.Run would use.

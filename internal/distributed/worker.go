@@ -426,3 +426,19 @@ func (q *eventQueue) wait(ctx context.Context, i int) (Event, bool) {
 		}
 	}
 }
+
+// Stop stops the run in progress, if any, and waits until it has ended or
+// ctx ends: a worker told to exit leaves no load behind.
+func (w *Worker) Stop(ctx context.Context, cause error) {
+	w.mu.Lock()
+	r := w.cur
+	w.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.stop(cause)
+	select {
+	case <-r.ended:
+	case <-ctx.Done():
+	}
+}

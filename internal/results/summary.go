@@ -119,8 +119,37 @@ func PrintSummary(out io.Writer, r *Run) {
 			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
 		}
 	}
+	if d := r.Distributed; d != nil {
+		printDistribution(out, d)
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(out, "   warning: %s\n", warn)
+	}
+}
+
+// printDistribution prints how a distributed run was spread and what each
+// worker measured.
+func printDistribution(out io.Writer, d *Distribution) {
+	fmt.Fprintf(out, "   %d workers (placement %s): started within %.3f ms of each other", len(d.Workers), d.Placement, d.StartSpreadMs)
+	if d.EndToEndClockErrorMs > 0 {
+		fmt.Fprintf(out, "; end-to-end latencies across workers carry up to ±%.3f ms of clock error", d.EndToEndClockErrorMs)
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "worker\tproducers\tconsumers\tclock offset ms\t± ms\tstart late ms\tpublish msg/s\tconsume msg/s\tpublish p99 ms\tCPU %\t")
+	for _, w := range d.Workers {
+		cpu := "-"
+		if w.System != nil {
+			cpu = fmt.Sprintf("%.0f", w.System.ClientCPU)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%+.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%.3f\t%s\t\n", w.Address, w.Producers, w.Consumers,
+			w.ClockOffsetMs, w.ClockErrorMs, w.StartLateMs, w.Measured.PublishRate, w.Measured.ConsumeRate, w.Measured.PublishLatency.P99, cpu)
+	}
+	tw.Flush()
+	for _, w := range d.Workers {
+		if w.Error != "" {
+			fmt.Fprintf(out, "   WORKER %s %s\n", w.Address, w.Error)
+		}
 	}
 }
 

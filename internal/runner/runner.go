@@ -446,7 +446,13 @@ func (r *run) startConsumers(ctx context.Context) error {
 			}
 		}
 		if wt, ok := d.(driver.SubscriptionWaiter); ok {
-			if err := wt.WaitSubscription(ctx, g.topic, g.sub, len(g.members)); err != nil {
+			// A part's consumers share their subscriptions with other
+			// parts': the subscription is settled with all of them.
+			members := len(g.members)
+			if r.part != nil {
+				members = w.ConsumersPerSubscription
+			}
+			if err := wt.WaitSubscription(ctx, g.topic, g.sub, members); err != nil {
 				return err
 			}
 		}

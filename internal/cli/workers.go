@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// workerFlags are the flags that spread a run over workers.
+type workerFlags struct {
+	urls      []string
+	file      string
+	placement string
+}
+
+// list returns the workers' base URLs from --workers or --workers-file
+// (one per line, # comments), each checked; none for a run in this
+// process.
+func (f *workerFlags) list() ([]string, distributed.Placement, error) {
+	if len(f.urls) > 0 && f.file != "" {
+		return nil, "", usageError{errors.New("give the workers with --workers or --workers-file, not both")}
+	}
+	raw, from := f.urls, "--workers"
+	if f.file != "" {
+		data, err := os.ReadFile(f.file)
+		if err != nil {
+			return nil, "", usageError{fmt.Errorf("--workers-file: %w", err)}
+		}
+		raw, from = nil, f.file
+		for _, line := range strings.Split(string(data), "\n") {
+			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
+				raw = append(raw, strings.TrimSpace(line))
+			}
+		}
+		if len(raw) == 0 {
+			return nil, "", usageError{fmt.Errorf("--workers-file %s names no worker: give one URL (http://host:port) per line", f.file)}
+		}
+	}
+	placement, err := distributed.ParsePlacement(f.placement)
+	if err != nil {
+		return nil, "", usageError{fmt.Errorf("--placement: %w", err)}
+	}
+	var out []string
+	for _, r := range raw {
+		u, err := workerURL(r)
+		if err != nil {
+			return nil, "", usageError{fmt.Errorf("%s: %w", from, err)}
+		}
+		out = append(out, u)
+	}
+	return out, placement, nil
+}
+
+// workerURL turns host:port or http://host:port into a base URL.
+func workerURL(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+		return "", fmt.Errorf("worker %q: give http://host:port, as 'brokerbench worker --listen' prints", s)
+	}
+	return "http://" + u.Host, nil
+}
+
+// driverSource tells workers how to make the driver dc: from the text of
+// its file, with the endpoints this process connected to.
+// needsCredentials says the driver connects with the local cluster's
+// credentials, which workers do not get.
+func driverSource(dc *workload.DriverConfig, driverFile, workloadFile string, w *workload.Workload, opts driver.Options, needsCredentials bool) (distributed.DriverSource, error) {
+	src := distributed.DriverSource{Endpoints: opts.Endpoints}
+	if needsCredentials {
+		return src, usageError{errors.New("workers cannot use the credentials of a secured local cluster yet: give the driver config its own credentials (as ${file:...} references the workers can read)")}
+	}
+	if len(opts.Hosts) > 0 {
+		return src, usageError{errors.New("workers cannot reach a local cluster through its links yet: run without --links")}
+	}
+	switch {
+	case driverFile != "":
+		src.Name = driverFile
+	case w.Driver != nil && w.Driver == dc:
+		src.Name, src.Inline = workloadFile, true
+	default:
+		return src, nil
+	}
+	text, err := os.ReadFile(src.Name)
+	if err != nil {
+		return src, fmt.Errorf("read %s for the workers: %w", src.Name, err)
+	}
+	src.Text = string(text)
+	return src, nil
+}
