@@ -112,7 +112,7 @@ func (c *coordinator) finish() error {
 	res.Measured.System = results.MeanSystem(res.Intervals)
 	drained := c.caught && len(failed) == 0 && !res.Partial
 	c.reconcile(drained)
-	c.countStored()
+	c.countStored(len(failed) > 0)
 	sentAll := c.allSentTold
 	if rate := w.ProducerRate; rate > 0 && w.Producers() > 0 {
 		res.Target = runner.JudgeTarget(&res.Measured, rate, c.rc.MaxSendLag, c.rc.Interval, sentAll)
@@ -172,7 +172,9 @@ func (c *coordinator) reconcile(drained bool) {
 
 // countStored asks the broker how many messages the run's topics hold, as
 // a check of the acknowledged count.
-func (c *coordinator) countStored() {
+// With workers lost, the acknowledged count lacks theirs: the broker's
+// count is kept, not compared.
+func (c *coordinator) countStored(workersLost bool) {
 	sc, ok := c.rc.Driver.(driver.WrittenCounter)
 	if !ok || len(c.rc.ExistingTopics) > 0 {
 		return
@@ -187,6 +189,8 @@ func (c *coordinator) countStored() {
 	cnt := &c.res.Counts
 	cnt.StoredByBroker = &stored
 	switch {
+	case workersLost:
+		c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("the broker stores %d messages; the %d acknowledged lack those of the workers lost", stored, cnt.Acked))
 	case !cnt.StoredExplained():
 		c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("accounting mismatch: the broker stores %d messages but %d were acknowledged", stored, cnt.Acked))
 	case stored > cnt.Acked:

@@ -51,6 +51,8 @@ type Verdict struct {
 func Judge(r *Run) Verdict {
 	c := r.Counts
 	switch {
+	case r.Distributed != nil && len(r.Distributed.Failures()) > 0:
+		return Verdict{Failed, strings.Join(r.Distributed.Failures(), "; ") + "; the results of the others are written, partial"}
 	case r.Partial:
 		return Verdict{Interrupted, "run interrupted (" + r.PartialReason + "); partial results written"}
 	case c.Sent > 0 && c.Acked == 0:
@@ -102,4 +104,15 @@ func (c Counts) StoredExplained() bool {
 	}
 	s := *c.StoredByBroker
 	return s >= c.Acked && s <= c.Acked+c.Failed
+}
+
+// Failures names the workers that failed or were lost, and why.
+func (d *Distribution) Failures() []string {
+	var out []string
+	for _, w := range d.Workers {
+		if w.Error != "" {
+			out = append(out, fmt.Sprintf("worker %s %s", w.Address, w.Error))
+		}
+	}
+	return out
 }

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/results"
+)
+
+// startWorkerProcess starts 'brokerbench worker' as a process of its own
+// (this test binary) on addr and waits until it serves.
+func startWorkerProcess(t *testing.T, addr string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), subprocessArgs+"="+strings.Join([]string{"worker", "--listen", addr}, "\n"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker on %s did not start:\n%s", addr, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cmd
+}
+
+// spreadWorkload writes a workload with three producers and three
+// consumers of one subscription on two topics... one topic, so that
+// consumers receive messages from every worker's producers.
+func spreadWorkload(t *testing.T, duration string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spread.yaml")
+	text := fmt.Sprintf(`name: spread
+topics: 1
+partitionsPerTopic: 6
+messageSize: 200
+producersPerTopic: 3
+subscriptionsPerTopic: 1
+consumersPerSubscription: 3
+rate: 3000
+warmup: 1s
+duration: %s
+driver:
+  driver: kafka
+  producerConfig: {linger.ms: 1}
+`, duration)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunAcrossWorkerProcesses spreads one workload over three worker
+// processes, each on its own loopback address: the merged run must hold
+// the rate and account for every message exactly, messages produced on
+// one worker being consumed on others, and the workers must have started
+// together.
+func TestRunAcrossWorkerProcesses(t *testing.T) {
+	b := lazyBroker.Get(t)
+	var urls []string
+	for i, addr := range []string{"127.0.0.11:39771", "127.0.0.12:39772", "127.0.0.13:39773"} {
+		startWorkerProcess(t, addr)
+		urls = append(urls, "http://"+addr)
+		_ = i
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := execute("run", spreadWorkload(t, "4s"), "--broker", b.Addr, "--workers", strings.Join(urls, ","),
+		"--out", out, "--quiet", "--max-send-lag", "200ms")
+	// On a busy machine the rate may be missed (3, 6); the accounting
+	// must be exact whatever happens.
+	if code != ExitOK && code != ExitTargetNotHeld && code != ExitLoadGeneratorBound {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Counts
+	if res.Partial || c.Sent == 0 || c.Acked != c.Sent || c.Consumed != c.Acked || c.Lost != 0 || c.Duplicated != 0 || c.Unexpected != 0 ||
+		c.StoredByBroker == nil || *c.StoredByBroker != c.Acked || len(c.Subscriptions) != 1 || c.Subscriptions[0].Delivered != c.Acked {
+		t.Fatalf("accounting: %+v\n%s", c, stdout)
+	}
+	d := res.Distributed
+	if d == nil || len(d.Workers) != 3 || d.Placement != "spread" {
+		t.Fatalf("distribution: %+v", d)
+	}
+	var acked int64
+	for _, w := range d.Workers {
+		if w.Producers != 1 || w.Consumers != 1 || w.Measured.Acked == 0 || w.Measured.Consumed == 0 || w.Error != "" {
+			t.Errorf("worker %+v", w)
+		}
+		// One machine, one clock: the offsets are within their bounds of 0.
+		if w.ClockOffsetMs > w.ClockErrorMs+0.5 || -w.ClockOffsetMs > w.ClockErrorMs+0.5 || w.ClockErrorMs > 50 {
+			t.Errorf("worker %s: clock offset %.3f ± %.3f ms on one machine", w.Address, w.ClockOffsetMs, w.ClockErrorMs)
+		}
+		acked += w.Measured.Acked
+	}
+	if acked != res.Measured.Acked {
+		t.Errorf("workers measured %d acknowledgements, the merged run %d", acked, res.Measured.Acked)
+	}
+	if d.StartSpreadMs > 100 {
+		t.Errorf("the workers started %.3f ms apart", d.StartSpreadMs)
+	}
+	for _, want := range []string{"3 workers (placement spread)", "127.0.0.12:39772"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestLostWorkerIsReported kills one of two workers mid-run: the run goes
+// on with the other, ends partial with exit 1, names the lost worker, and
+// its accounting stays consistent (nothing called lost that the dead
+// worker may have received).
+func TestLostWorkerIsReported(t *testing.T) {
+	b := lazyBroker.Get(t)
+	startWorkerProcess(t, "127.0.0.14:39774")
+	victim := startWorkerProcess(t, "127.0.0.15:39775")
+	out := filepath.Join(t.TempDir(), "r.json")
+	go func() {
+		time.Sleep(5 * time.Second)
+		_ = victim.Process.Signal(syscall.SIGKILL)
+	}()
+	w := spreadWorkload(t, "6s")
+	code, stdout, stderr := execute("run", w, "--broker", b.Addr, "--workers", "127.0.0.14:39774,127.0.0.15:39775",
+		"--out", out, "--quiet", "--max-send-lag", "200ms", "--drain-timeout", "5s")
+	if code != ExitRunFailed {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRunFailed, stdout, stderr)
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial || !strings.Contains(res.PartialReason, "127.0.0.15:39775") || !strings.Contains(res.PartialReason, "lost") {
+		t.Errorf("partial %v: %q", res.Partial, res.PartialReason)
+	}
+	lost := res.Distributed.Workers[1]
+	if !strings.Contains(lost.Error, "lost") || res.Distributed.Workers[0].Error != "" || res.Distributed.Workers[0].Measured.Acked == 0 {
+		t.Errorf("workers: %+v", res.Distributed.Workers)
+	}
+	c := res.Counts
+	if c.Lost != 0 || c.Sent == 0 || c.Acked > c.Sent || len(res.Intervals) == 0 {
+		t.Errorf("accounting after a lost worker: %+v", c)
+	}
+	if !strings.Contains(stdout, "WORKER http://127.0.0.15:39775 lost") {
+		t.Errorf("summary does not name the lost worker:\n%s", stdout)
+	}
+}
