@@ -4,7 +4,7 @@ BIN     := bin/brokerbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/brokerbench/brokerbench/internal/sysinfo.Version=$(VERSION)
 
-.PHONY: build demo test lint fuzz studies clean
+.PHONY: build demo test lint fuzz studies clean image kube-apiserver
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
@@ -38,6 +38,19 @@ studies: build
 	  $(BIN) study $$s --scale quick --out results/studies/$$n --quiet || exit $$?; \
 	  test -s results/studies/$$n/report.html || exit 1; \
 	done
+
+# brokerbench's container image, as an OCI tarball (no Docker needed):
+# import it with 'ctr -n k8s.io images import', or push it to a registry.
+image: build
+	$(BIN) k8s image --out bin/brokerbench-image.oci.tar --tag brokerbench:$(VERSION)
+
+# A real kube-apiserver for the tests of brokerbench's Kubernetes objects
+# (internal/kube/kubetest), built from the Go module proxy once into the
+# cache (about 5 minutes on 2 cores); they skip without it.
+KUBE_VERSION := v1.34.4
+KUBE_DIR = $${XDG_CACHE_HOME:-$$HOME/.cache}/brokerbench/kubernetes-$(KUBE_VERSION)
+kube-apiserver:
+	@test -x $(KUBE_DIR)/kube-apiserver || hack/build-kube-apiserver.sh $(KUBE_VERSION) $(KUBE_DIR)
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -73,6 +86,7 @@ fuzz:
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseNATSVarz$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseRedisInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

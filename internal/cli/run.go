@@ -139,6 +139,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
 	fl.StringSliceVar(&f.workers.urls, "workers", nil, "spread the run over these workers ('brokerbench worker'), comma-separated http://host:port; the results are merged as one run's")
 	fl.StringVar(&f.workers.file, "workers-file", "", "read the workers' URLs from this file, one per line")
+	fl.DurationVar(&f.workers.wait, "workers-wait", 0, "wait this long for workers that do not answer yet (pods starting); 0 fails at once")
 	fl.StringVar(&f.workers.placement, "placement", string(distributed.Spread), "how producers and consumers are spread over workers: spread (in turn by id) or by-topic (each topic's on one worker: end-to-end latency on one clock)")
 	f.local.registerTarget(cmd)
 	f.local.registerLocalBrokers(cmd)
@@ -302,7 +303,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 			return err
 		}
 		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
-			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: placement, Driver: src})
+			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: placement, Driver: src, WaitForWorkers: f.workers.wait})
 		}
 	}
 	var res *results.Run

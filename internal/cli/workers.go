@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -17,6 +18,7 @@ type workerFlags struct {
 	urls      []string
 	file      string
 	placement string
+	wait      time.Duration
 }
 
 // list returns the workers' base URLs from --workers or --workers-file

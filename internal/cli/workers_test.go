@@ -160,3 +160,42 @@ func TestLostWorkerIsReported(t *testing.T) {
 		t.Errorf("summary does not name the lost worker:\n%s", stdout)
 	}
 }
+
+// TestK8sManifestsMatchDeploy: the plain manifests in deploy/kubernetes/
+// are what 'k8s run --manifests' writes for them (the API server checks
+// them in internal/kube); regenerate them with the command in the test
+// when the objects change.
+func TestK8sManifestsMatchDeploy(t *testing.T) {
+	code, stdout, stderr := execute("k8s", "run", "../../workloads/quick.yaml", "--workers", "2", "--broker", "kafka.kafka.svc:9092",
+		"--name", "brokerbench-quick", "--image", "brokerbench:latest", "--namespace", "default", "--manifests")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want, err := os.ReadFile("../../deploy/kubernetes/quick-run.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(want) {
+		t.Errorf("deploy/kubernetes/quick-run.yaml is not what 'brokerbench k8s run workloads/quick.yaml --workers 2 --broker kafka.kafka.svc:9092 --name brokerbench-quick --image brokerbench:latest --namespace default --manifests' writes: regenerate it")
+	}
+}
+
+// TestK8sRefusesBeforeCreating: what cannot run is refused before any
+// object is made, with the reason.
+func TestK8sRefusesBeforeCreating(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workers", "3", "--broker", "kafka:9092"}, "would run nothing"},
+		{[]string{"--workers", "2", "--placement", "by-topic", "--broker", "kafka:9092"}, "at least one topic per worker"},
+		{[]string{"--workers", "1", "--pull-policy", "Sometimes", "--broker", "kafka:9092"}, "--pull-policy"},
+		{[]string{"--workers", "1", "--kubeconfig", "/nonexistent/kubeconfig", "--broker", "kafka:9092"}, "no Kubernetes cluster"},
+		{[]string{"--workers", "1", "--dry-run"}, "give --broker"},
+	} {
+		code, _, stderr := execute(append([]string{"k8s", "run", "../../workloads/quick.yaml"}, tc.args...)...)
+		if code != ExitInvalidInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %s", tc.args, code, stderr)
+		}
+	}
+}

@@ -39,6 +39,9 @@ type Config struct {
 	// Lease is how long a worker runs on without word from the coordinator
 	// (default 10 s); the coordinator renews it four times as often.
 	Lease time.Duration
+	// WaitForWorkers is how long to wait for workers that do not answer
+	// yet (pods still starting); 0 fails at once.
+	WaitForWorkers time.Duration
 }
 
 // member is one worker as the coordinator follows it.
@@ -124,8 +127,8 @@ func newCoordinator(cfg Config) (*coordinator, error) {
 	if cfg.Placement == "" {
 		cfg.Placement = Spread
 	}
-	if cfg.Placement == ByTopic && w.Topics < len(cfg.Workers) {
-		return nil, fmt.Errorf("placement %q needs at least one topic per worker: the workload has %d topics for %d workers", ByTopic, w.Topics, len(cfg.Workers))
+	if err := CheckSpread(w, len(cfg.Workers), cfg.Placement); err != nil {
+		return nil, err
 	}
 	shares, err := plan(w, len(cfg.Workers), cfg.Placement)
 	if err != nil {
@@ -207,10 +210,10 @@ func (c *coordinator) eachMember(f func(i int, m *member) error) error {
 // probe checks that every worker speaks the API and is free, and measures
 // its clock offset.
 func (c *coordinator) probe(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second+c.cfg.WaitForWorkers)
 	defer cancel()
 	err := c.eachMember(func(_ int, m *member) error {
-		if err := getJSON(ctx, c.cfg.Client, m.url+APIPrefix+PathInfo, &m.info); err != nil {
+		if err := c.reach(ctx, m); err != nil {
 			return fmt.Errorf("not reachable as a brokerbench worker (start one with 'brokerbench worker --listen ADDR'): %w", err)
 		}
 		if m.info.API != APIVersion {
@@ -231,6 +234,23 @@ func (c *coordinator) probe(ctx context.Context) error {
 			float64(m.off.Nanos)/1e6, float64(m.off.ErrorNanos)/1e6, len(m.share.producers), len(m.share.consumers))
 	}
 	return nil
+}
+
+// reach reads m's Info, trying again for up to WaitForWorkers while it
+// does not answer.
+func (c *coordinator) reach(ctx context.Context, m *member) error {
+	deadline := time.Now().Add(c.cfg.WaitForWorkers)
+	for {
+		err := getJSON(ctx, c.cfg.Client, m.url+APIPrefix+PathInfo, &m.info)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // createTopics creates the run's topics, or takes the existing ones. It

@@ -12,11 +12,13 @@ type Placement string
 
 // Placements.
 const (
-	// Spread deals producers and consumers out in turn by global id:
-	// producer i to worker i mod W, consumer j to worker j mod W. Load
-	// is as even as the counts allow; a message may be consumed on
-	// another worker than the one that sent it, so its end-to-end latency
-	// is corrected by the measured clock offsets and carries their error.
+	// Spread deals producers out in turn from the first worker (producer
+	// i to worker i mod W) and consumers from the last (consumer j to
+	// worker W-1-(j mod W)): load as even as the counts allow, and no
+	// worker idle while there are as many producers and consumers
+	// together as workers. A message may be consumed on another worker
+	// than the one that sent it, so its end-to-end latency is corrected
+	// by the measured clock offsets and carries their error.
 	Spread Placement = "spread"
 	// ByTopic puts each topic's producers and consumers on one worker
 	// (topic t on worker t mod W): every message is consumed where it was
@@ -32,6 +34,16 @@ func ParsePlacement(s string) (Placement, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("placement %q: use %q or %q", s, Spread, ByTopic)
+}
+
+// CheckSpread reports whether w can be spread over n workers with
+// placement p: every worker must get something to run.
+func CheckSpread(w *workload.Workload, n int, p Placement) error {
+	if p == ByTopic && w.Topics < n {
+		return fmt.Errorf("placement %q needs at least one topic per worker: the workload has %d topics for %d workers", ByTopic, w.Topics, n)
+	}
+	_, err := plan(w, n, p)
+	return err
 }
 
 // share is one worker's producers and consumers, by global id.
@@ -54,7 +66,7 @@ func plan(w *workload.Workload, n int, p Placement) ([]share, error) {
 		shares[k].producers = append(shares[k].producers, i)
 	}
 	for j := range consumers {
-		k := j % n
+		k := n - 1 - j%n
 		if p == ByTopic {
 			k = (j / perTopic) % n
 		}
@@ -62,7 +74,7 @@ func plan(w *workload.Workload, n int, p Placement) ([]share, error) {
 	}
 	for k, s := range shares {
 		if len(s.producers) == 0 && len(s.consumers) == 0 {
-			most := max(producers, consumers)
+			most := producers + consumers
 			if p == ByTopic {
 				most = w.Topics
 			}

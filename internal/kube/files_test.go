@@ -1,0 +1,67 @@
+package kube
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestFilesRoundTripThroughALog(t *testing.T) {
+	files := map[string][]byte{"run.json": bytes.Repeat([]byte(`{"a":1}`), 1000), "omb.json": []byte("{}"), "empty": nil}
+	var log bytes.Buffer
+	log.WriteString("progress line\n")
+	if err := WriteFiles(&log, files); err != nil {
+		t.Fatal(err)
+	}
+	log.WriteString("after\n")
+	var pass bytes.Buffer
+	got, err := ReadFiles(&log, &pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range files {
+		if !bytes.Equal(got[n], want) {
+			t.Errorf("%s: got %d bytes, want %d", n, len(got[n]), len(want))
+		}
+	}
+	if !strings.Contains(pass.String(), "progress line") || !strings.Contains(pass.String(), "after") || strings.Contains(pass.String(), fileBegin) {
+		t.Errorf("passed through: %q", pass.String())
+	}
+	// A log cut inside a file says so.
+	var cut bytes.Buffer
+	_ = WriteFiles(&cut, map[string][]byte{"run.json": []byte("x")})
+	_, err = ReadFiles(strings.NewReader(strings.TrimSuffix(cut.String(), fileEnd+"\n")), nil)
+	if err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("cut log: %v", err)
+	}
+	if err := WriteFiles(&cut, map[string][]byte{"a b": nil}); err == nil {
+		t.Error("a name with a space was accepted")
+	}
+}
+
+func FuzzReadFiles(f *testing.F) {
+	var log bytes.Buffer
+	_ = WriteFiles(&log, map[string][]byte{"run.json": []byte(`{"x":1}`)})
+	f.Add(log.Bytes())
+	f.Add([]byte(fileBegin + "x\nnotbase64\n" + fileEnd + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files, err := ReadFiles(bytes.NewReader(data), nil)
+		if err != nil {
+			return
+		}
+		// What was read writes and reads back the same.
+		var again bytes.Buffer
+		if err := WriteFiles(&again, files); err != nil {
+			return // names a writer refuses can come from a hand-made log
+		}
+		back, err := ReadFiles(&again, nil)
+		if err != nil || len(back) != len(files) {
+			t.Fatalf("files did not round-trip: %v", err)
+		}
+		for n := range files {
+			if !bytes.Equal(back[n], files[n]) {
+				t.Fatalf("%s changed", n)
+			}
+		}
+	})
+}

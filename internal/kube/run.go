@@ -1,0 +1,280 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// Options are how Run behaves.
+type Options struct {
+	// DryRun has the API server validate every object (strict field
+	// validation, dry run) and create nothing.
+	DryRun bool
+	// Log receives progress lines and the coordinator's output.
+	Log io.Writer
+	// StopGrace is how long the coordinator may take to write its partial
+	// results once the run is interrupted (default 45 s).
+	StopGrace time.Duration
+	// StartTimeout bounds how long the pods may take to start (default 5
+	// minutes).
+	StartTimeout time.Duration
+}
+
+// Outcome is what the coordinator left.
+type Outcome struct {
+	// Files are the result files it wrote, by name.
+	Files map[string][]byte
+	// ExitCode is its 'brokerbench run' exit code.
+	ExitCode int
+}
+
+// clients are the typed API clients Run uses: only core and batch, not
+// the whole clientset.
+type clients struct {
+	core  coreclient.CoreV1Interface
+	batch batchclient.BatchV1Interface
+}
+
+func newClients(cfg *rest.Config) (*clients, error) {
+	core, err := coreclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := batchclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{core: core, batch: batch}, nil
+}
+
+// Run creates the objects, follows the run until the coordinator has
+// ended, and deletes what it created, also when ctx ends: the
+// coordinator is then stopped, and its partial results are still copied
+// out. With DryRun the API server validates the objects and nothing is
+// created.
+func Run(ctx context.Context, cfg *rest.Config, o *Objects, opts Options) (Outcome, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 45 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 5 * time.Minute
+	}
+	c, err := newClients(cfg)
+	if err != nil {
+		return Outcome{}, err
+	}
+	cleanup, err := c.create(ctx, o, opts)
+	defer cleanup()
+	if err != nil || opts.DryRun {
+		return Outcome{}, err
+	}
+	return c.follow(ctx, o, opts)
+}
+
+// create creates the objects in order; the returned function deletes
+// those created (dry-run objects are not).
+func (c *clients) create(ctx context.Context, o *Objects, opts Options) (func(), error) {
+	ns := o.ConfigMap.Namespace
+	create := metav1.CreateOptions{FieldValidation: "Strict"}
+	if opts.DryRun {
+		create.DryRun = []string{metav1.DryRunAll}
+	}
+	var undo []func(context.Context) error
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(undo) - 1; i >= 0; i-- {
+			if err := undo[i](ctx); err != nil && !apierrors.IsNotFound(err) {
+				fmt.Fprintf(opts.Log, "warning: delete: %v\n", err)
+			}
+		}
+	}
+	background := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &background}
+	steps := []struct {
+		what   string
+		create func() error
+		delete func(context.Context) error
+	}{
+		{"ConfigMap " + o.ConfigMap.Name, func() error {
+			_, err := c.core.ConfigMaps(ns).Create(ctx, o.ConfigMap, create)
+			return err
+		}, func(ctx context.Context) error { return c.core.ConfigMaps(ns).Delete(ctx, o.ConfigMap.Name, del) }},
+		{"Service " + o.Service.Name, func() error {
+			_, err := c.core.Services(ns).Create(ctx, o.Service, create)
+			return err
+		}, func(ctx context.Context) error { return c.core.Services(ns).Delete(ctx, o.Service.Name, del) }},
+		{"Job " + o.Workers.Name, func() error {
+			_, err := c.batch.Jobs(ns).Create(ctx, o.Workers, create)
+			return err
+		}, func(ctx context.Context) error { return c.batch.Jobs(ns).Delete(ctx, o.Workers.Name, del) }},
+		{"Job " + o.Coordinator.Name, func() error {
+			_, err := c.batch.Jobs(ns).Create(ctx, o.Coordinator, create)
+			return err
+		}, func(ctx context.Context) error { return c.batch.Jobs(ns).Delete(ctx, o.Coordinator.Name, del) }},
+	}
+	for _, s := range steps {
+		if err := s.create(); err != nil {
+			return cleanup, fmt.Errorf("create %s in namespace %s: %w", s.what, ns, err)
+		}
+		verb := "created"
+		if opts.DryRun {
+			verb = "validated by the API server (dry run)"
+		} else {
+			undo = append(undo, s.delete)
+		}
+		fmt.Fprintf(opts.Log, "%s: %s\n", s.what, verb)
+	}
+	return cleanup, nil
+}
+
+// fatalWaiting are container waiting reasons a run cannot get past.
+var fatalWaiting = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "CrashLoopBackOff": true,
+}
+
+// follow waits for the coordinator's pod, streams its log until it ends,
+// and reads its exit code; on ctx's end it stops the coordinator and
+// still collects what it wrote.
+func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome, error) {
+	ns := o.ConfigMap.Namespace
+	run := o.ConfigMap.Labels[LabelRun]
+	pod, err := c.awaitCoordinator(ctx, ns, run, opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	// The log is read on a context of its own: an interrupt stops the
+	// coordinator, which then writes its partial results to the log.
+	logCtx, cancelLog := context.WithCancel(context.Background())
+	defer cancelLog()
+	type read struct {
+		files map[string][]byte
+		err   error
+	}
+	done := make(chan read, 1)
+	go func() {
+		stream, err := c.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(logCtx)
+		if err != nil {
+			done <- read{err: fmt.Errorf("read the coordinator's log: %w", err)}
+			return
+		}
+		defer stream.Close()
+		files, err := ReadFiles(stream, opts.Log)
+		done <- read{files, err}
+	}()
+	var got read
+	select {
+	case got = <-done:
+	case <-ctx.Done():
+		fmt.Fprintf(opts.Log, "interrupted: stopping the coordinator (up to %s for its partial results)\n", opts.StopGrace)
+		grace := int64(opts.StopGrace.Seconds())
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = c.core.Pods(ns).Delete(dctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		cancel()
+		select {
+		case got = <-done:
+		case <-time.After(opts.StopGrace + 10*time.Second):
+			cancelLog()
+			got = <-done
+		}
+		return Outcome{Files: got.files, ExitCode: -1}, errors.Join(context.Cause(ctx), got.err)
+	}
+	code, err := c.exitCode(ns, pod)
+	return Outcome{Files: got.files, ExitCode: code}, errors.Join(got.err, err)
+}
+
+// awaitCoordinator waits until the coordinator's pod has started (or
+// ended), reporting every pod's phase changes, and fails early on pods
+// that cannot start.
+func (c *clients) awaitCoordinator(ctx context.Context, ns, run string, opts Options) (string, error) {
+	deadline := time.Now().Add(opts.StartTimeout)
+	seen := map[string]string{}
+	for {
+		pods, err := c.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + run})
+		if err != nil {
+			return "", fmt.Errorf("list the run's pods: %w", err)
+		}
+		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+		coordinator := ""
+		for _, p := range pods.Items {
+			state := podState(&p)
+			if seen[p.Name] != state {
+				seen[p.Name] = state
+				fmt.Fprintf(opts.Log, "pod %s: %s\n", p.Name, state)
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
+					return "", fmt.Errorf("pod %s cannot start: %s: %s (is the image %s on every node? 'make image' builds it)", p.Name, w.Reason, w.Message, cs.Image)
+				}
+			}
+			if p.Labels[LabelRole] == "coordinator" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+				coordinator = p.Name
+			}
+		}
+		if coordinator != "" {
+			return coordinator, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the coordinator's pod did not start within %s", opts.StartTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// podState describes a pod's phase and its container's state in a few
+// words.
+func podState(p *corev1.Pod) string {
+	parts := []string{string(p.Status.Phase)}
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			parts = append(parts, "waiting: "+cs.State.Waiting.Reason)
+		case cs.State.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("exited %d", cs.State.Terminated.ExitCode))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// exitCode waits briefly for the pod's container to be reported
+// terminated and returns its exit code.
+func (c *clients) exitCode(ns, pod string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		p, err := c.core.Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return -1, fmt.Errorf("read the coordinator's exit code: %w", err)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				return int(t.ExitCode), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return -1, errors.New("the coordinator's log ended but its container is not reported terminated")
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
