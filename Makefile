@@ -50,7 +50,7 @@ image: build
 KUBE_VERSION := v1.34.4
 KUBE_DIR = $${XDG_CACHE_HOME:-$$HOME/.cache}/brokerbench/kubernetes-$(KUBE_VERSION)
 kube-apiserver:
-	@test -x $(KUBE_DIR)/kube-apiserver || hack/build-kube-apiserver.sh $(KUBE_VERSION) $(KUBE_DIR)
+	@test -x $(KUBE_DIR)/kube-apiserver || hack/build-kube.sh $(KUBE_VERSION) $(KUBE_DIR) kube-apiserver
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

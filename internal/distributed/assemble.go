@@ -97,7 +97,9 @@ func (c *coordinator) finish() error {
 		for _, wn := range m.part.Run.Warnings {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("worker %d: %s", i+1, wn))
 		}
-		if m.part.RunError != "" {
+		// A worker the coordinator stopped (an interrupt) returns the
+		// interrupt as its error: the run is partial, not failed.
+		if m.part.RunError != "" && !c.stopped {
 			failed = append(failed, fmt.Sprintf("worker %d (%s): %s", i+1, m.url, m.part.RunError))
 		}
 	}

@@ -120,6 +120,12 @@ func TestDeployFilesAgainstAPIServer(t *testing.T) {
 				t.Errorf("%s args:\nchart     %v\nk8s run   %v", pair.got.Name, g.Args, w.Args)
 			}
 		}
+		if fmt.Sprint(o.Workers.Spec.Template.Spec.Containers[0].Ports) != fmt.Sprint(want.Workers.Spec.Template.Spec.Containers[0].Ports) {
+			t.Errorf("worker ports:\nchart   %v\nk8s run %v", o.Workers.Spec.Template.Spec.Containers[0].Ports, want.Workers.Spec.Template.Spec.Containers[0].Ports)
+		}
+		if fmt.Sprint(o.Workers.Spec.Template.Spec.Tolerations) != fmt.Sprint(want.Workers.Spec.Template.Spec.Tolerations) {
+			t.Errorf("tolerations:\nchart   %v\nk8s run %v", o.Workers.Spec.Template.Spec.Tolerations, want.Workers.Spec.Template.Spec.Tolerations)
+		}
 		if o.ConfigMap.Data["workers"] != want.ConfigMap.Data["workers"] || *o.Workers.Spec.Completions != 3 {
 			t.Errorf("workers file:\nchart   %q\nk8s run %q", o.ConfigMap.Data["workers"], want.ConfigMap.Data["workers"])
 		}

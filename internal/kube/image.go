@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -72,11 +73,27 @@ func BuildImage(s ImageSpec, out string) error {
 	if err != nil {
 		return err
 	}
-	names := map[string]string{"org.opencontainers.image.ref.name": s.Tag, "io.containerd.image.name": s.Tag}
+	names := map[string]string{"org.opencontainers.image.ref.name": s.Tag, "io.containerd.image.name": FullName(s.Tag)}
 	if err := p.AppendImage(img, layout.WithAnnotations(names)); err != nil {
 		return err
 	}
 	return tarDir(dir, out)
+}
+
+// FullName is an image name as Kubernetes' container runtime looks it up:
+// a name without a registry is Docker Hub's ("brokerbench:v1" is
+// "docker.io/library/brokerbench:v1"), so an image imported under the
+// short name would not be found.
+func FullName(image string) string {
+	first, rest, found := strings.Cut(image, "/")
+	switch {
+	case !found:
+		return "docker.io/library/" + image
+	case strings.ContainsAny(first, ".:") || first == "localhost":
+		return image
+	default:
+		return "docker.io/" + first + "/" + rest
+	}
 }
 
 // imageLayer is the image's one layer: the binary, the CA bundle and a

@@ -60,7 +60,8 @@ func TestImageIsAnOCILayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := idx.IndexManifest()
-	if err != nil || len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "brokerbench:test" {
+	if err != nil || len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "brokerbench:test" ||
+		m.Manifests[0].Annotations["io.containerd.image.name"] != "docker.io/library/brokerbench:test" {
 		t.Fatalf("index: %+v %v", m, err)
 	}
 	img, err := idx.Image(m.Manifests[0].Digest)
@@ -94,5 +95,19 @@ func TestImageIsAnOCILayout(t *testing.T) {
 	}
 	if !found {
 		t.Error("the layer does not hold the binary at /brokerbench, executable")
+	}
+}
+
+func TestFullName(t *testing.T) {
+	for in, want := range map[string]string{
+		"brokerbench:v1":                    "docker.io/library/brokerbench:v1",
+		"acme/brokerbench:v1":               "docker.io/acme/brokerbench:v1",
+		"registry.example.com/bb:v1":        "registry.example.com/bb:v1",
+		"localhost/bb:v1":                   "localhost/bb:v1",
+		"127.0.0.1:5000/team/brokerbench:1": "127.0.0.1:5000/team/brokerbench:1",
+	} {
+		if got := FullName(in); got != want {
+			t.Errorf("FullName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -148,7 +148,12 @@ func Build(s Spec) (*Objects, error) {
 	o.Workers = s.job(s.Name+"-workers", "worker", []string{"worker", "--listen", listen, "--once"})
 	o.Workers.Spec.CompletionMode, o.Workers.Spec.Completions, o.Workers.Spec.Parallelism = &indexed, &workers, &workers
 	o.Workers.Spec.Template.Spec.Subdomain = s.Name + "-workers"
-	o.Workers.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "worker-api", ContainerPort: WorkerPort}}
+	if !s.HostNetwork {
+		// On the host network a container port is a host port, which the
+		// scheduler allows once per node: the workers there each serve
+		// on an address of their own instead.
+		o.Workers.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "worker-api", ContainerPort: WorkerPort}}
+	}
 	args := append([]string{"k8s", "coordinator", "--", "run", configDir + "/workload.yaml", "--workers-file", configDir + "/workers",
 		"--workers-wait", "5m", "--quiet"}, s.RunArgs...)
 	if _, ok := s.Files["driver.yaml"]; ok {
@@ -181,6 +186,14 @@ func (s *Spec) job(name, role string, args []string) *batchv1.Job {
 	if s.EnvFromSecret != "" {
 		c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s.EnvFromSecret}}}}
 	}
+	var tolerations []corev1.Toleration
+	if s.HostNetwork {
+		// Pods on the host network need no pod network: they may run on
+		// a node whose network plugin is not ready (or absent).
+		for _, taint := range []string{"node.kubernetes.io/not-ready", "node.kubernetes.io/network-unavailable"} {
+			tolerations = append(tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: s.meta(name, role),
 		Spec: batchv1.JobSpec{
@@ -188,7 +201,7 @@ func (s *Spec) job(name, role string, args []string) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: s.labels(role)},
 				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever, HostNetwork: s.HostNetwork,
+					RestartPolicy: corev1.RestartPolicyNever, HostNetwork: s.HostNetwork, Tolerations: tolerations,
 					Containers: []corev1.Container{c},
 					Volumes: []corev1.Volume{
 						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-config"}}}},

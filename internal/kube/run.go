@@ -245,6 +245,11 @@ func (c *clients) awaitCoordinator(ctx context.Context, ns, run string, opts Opt
 // words.
 func podState(p *corev1.Pod) string {
 	parts := []string{string(p.Status.Phase)}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+			parts = append(parts, strings.ToLower(c.Reason)+": "+c.Message)
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:

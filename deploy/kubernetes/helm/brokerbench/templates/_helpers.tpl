@@ -14,6 +14,15 @@ template:
   spec:
     restartPolicy: Never
     hostNetwork: {{ .root.Values.hostNetwork }}
+    {{- if .root.Values.hostNetwork }}
+    tolerations:
+    - key: node.kubernetes.io/not-ready
+      operator: Exists
+      effect: NoSchedule
+    - key: node.kubernetes.io/network-unavailable
+      operator: Exists
+      effect: NoSchedule
+    {{- end }}
     {{- if eq .role "worker" }}
     subdomain: {{ .root.Release.Name }}-workers
     {{- end }}
@@ -31,7 +40,7 @@ template:
       - secretRef:
           name: {{ .root.Values.envFromSecret }}
       {{- end }}
-      {{- if eq .role "worker" }}
+      {{- if and (eq .role "worker") (not .root.Values.hostNetwork) }}
       ports:
       - name: worker-api
         containerPort: 7070
