@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	// A local cluster with links starts its link proxy as this
 	// executable's "local link-proxy": in tests, the test binary.
-	if len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "link-proxy" {
+	// Local workers (--local-workers, a study's workers) are this
+	// executable's "worker": in tests, the test binary.
+	if len(os.Args) > 2 && (os.Args[1] == "local" && os.Args[2] == "link-proxy" || os.Args[1] == "worker") {
 		os.Exit(Execute(context.Background(), os.Args[1:], IO{Out: os.Stdout, Err: os.Stderr}))
 	}
 	// Runs made by the tests record their topics in a registry of their

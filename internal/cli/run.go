@@ -139,6 +139,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
 	fl.StringSliceVar(&f.workers.urls, "workers", nil, "spread the run over these workers ('brokerbench worker'), comma-separated http://host:port; the results are merged as one run's")
 	fl.StringVar(&f.workers.file, "workers-file", "", "read the workers' URLs from this file, one per line")
+	fl.IntVar(&f.workers.local, "local-workers", 0, "spread the run over this many worker processes started on this machine, each on its own loopback address")
 	fl.DurationVar(&f.workers.wait, "workers-wait", 0, "wait this long for workers that do not answer yet (pods starting); 0 fails at once")
 	fl.StringVar(&f.workers.placement, "placement", string(distributed.Spread), "how producers and consumers are spread over workers: spread (in turn by id) or by-topic (each topic's on one worker: end-to-end latency on one clock)")
 	f.local.registerTarget(cmd)
@@ -172,10 +173,10 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if err != nil {
 		return err
 	}
-	if changed("placement") && len(workers) == 0 {
-		return usageError{errors.New("--placement applies only with --workers or --workers-file")}
+	if changed("placement") && !f.workers.distributed() {
+		return usageError{errors.New("--placement applies only with --workers, --workers-file or --local-workers")}
 	}
-	if len(workers) > 0 {
+	if f.workers.distributed() {
 		if err := distributed.CheckWorkload(w); err != nil {
 			return usageError{fmt.Errorf("%s: %w", path, err)}
 		}
@@ -297,7 +298,13 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		}()
 	}
 	runOnce := runner.Run
-	if len(workers) > 0 {
+	if f.workers.distributed() {
+		local, stopLocal, err := f.workers.startLocal()
+		if err != nil {
+			return err
+		}
+		defer stopLocal()
+		workers = append(workers, local...)
 		src, err := driverSource(dc, f.driverFile, path, w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(dc))
 		if err != nil {
 			return err

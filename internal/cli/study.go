@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/report"
@@ -152,6 +153,8 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
 	}
 	cleaned := map[string]bool{} // targets whose leftovers were cleaned
+	workers := localWorkerPool{}
+	defer workers.stop()
 	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
 		tgt.wantCluster(r.Setup.Brokers, r.Setup.Network, r.Workload)
 		drv, env, err := tgt.connect(ctx, r.Driver)
@@ -195,7 +198,13 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 			defer live.End()
 			cfg.Progress = observing(live, cfg.Progress)
 		}
-		res, err := runner.Run(ctx, cfg)
+		runOnce := runner.Run
+		if n := r.Setup.Workers; n > 0 {
+			if runOnce, err = workers.runner(n, r.Driver, tgt); err != nil {
+				return nil, err
+			}
+		}
+		res, err := runOnce(ctx, cfg)
 		if res != nil {
 			describe(res, env, r.Driver, drv, r.Workload)
 			fmt.Fprintf(chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
@@ -290,4 +299,42 @@ func probeDriver(s *workload.Study) *workload.DriverConfig {
 		}
 	}
 	return &workload.DriverConfig{Name: "kafka", Format: workload.Native, ReplicationFactor: 1}
+}
+
+// localWorkerPool holds the local worker processes a study's setups
+// spread their runs over, by count, started on first use and kept for
+// the study's other runs.
+type localWorkerPool map[int]*distributed.LocalWorkers
+
+// runner returns a run function that spreads a run with driver dc over n
+// local workers.
+func (p localWorkerPool) runner(n int, dc *workload.DriverConfig, tgt *target) (func(context.Context, runner.Config) (*results.Run, error), error) {
+	if tgt.connected.Credentials != nil && !tgt.plainListener(dc) {
+		return nil, errors.New("workers cannot use the credentials of a secured local cluster yet")
+	}
+	src, err := distributed.NewConfigSource(dc, tgt.connected.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	l := p[n]
+	if l == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		if l, err = distributed.StartLocal(exe, n, nil); err != nil {
+			return nil, err
+		}
+		p[n] = l
+	}
+	return func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+		return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: l.URLs, Placement: distributed.Spread, Driver: src})
+	}, nil
+}
+
+// stop stops every worker process of the pool.
+func (p localWorkerPool) stop() {
+	for _, l := range p {
+		l.Stop()
+	}
 }

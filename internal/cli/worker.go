@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdio "io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +22,7 @@ import (
 
 func newWorkerCmd(io IO) *cobra.Command {
 	var listen string
-	var once bool
+	var once, exitWithStdin bool
 	cmd := &cobra.Command{
 		Use:   "worker --listen ADDR",
 		Short: "Serve as a load-generating worker of distributed runs",
@@ -40,16 +42,18 @@ its first run (for Kubernetes Jobs).`,
   brokerbench run workloads/quick.yaml --workers http://127.0.0.2:7070,http://127.0.0.3:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveWorker(cmd.Context(), io, listen, once)
+			return serveWorker(cmd.Context(), io, listen, once, exitWithStdin)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to serve the worker API on, host:port (required)")
 	cmd.Flags().BoolVar(&once, "once", false, "exit after the first run")
+	cmd.Flags().BoolVar(&exitWithStdin, "exit-with-stdin", false, "stop and exit when standard input closes (for workers another brokerbench started)")
+	_ = cmd.Flags().MarkHidden("exit-with-stdin")
 	_ = cmd.MarkFlagRequired("listen")
 	return cmd
 }
 
-func serveWorker(parent context.Context, io IO, listen string, once bool) error {
+func serveWorker(parent context.Context, io IO, listen string, once, exitWithStdin bool) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return usageError{fmt.Errorf("--listen %s: %w", listen, err)}
@@ -68,14 +72,26 @@ func serveWorker(parent context.Context, io IO, listen string, once bool) error 
 	if once {
 		finished = w.Finished()
 	}
+	orphaned := make(chan struct{})
+	if exitWithStdin {
+		go func() {
+			_, _ = stdio.Copy(stdio.Discard, os.Stdin)
+			close(orphaned)
+		}()
+	}
+	stop := func(cause error) {
+		fmt.Fprintln(io.Err, "worker: stopping")
+		ctx, cancel := context.WithTimeout(sig.abandon, 30*time.Second)
+		w.Stop(ctx, cause)
+		cancel()
+	}
 	select {
 	case err := <-served:
 		return withCode(ExitRunFailed, err)
 	case <-sig.stop.Done():
-		fmt.Fprintln(io.Err, "worker: stopping")
-		ctx, cancel := context.WithTimeout(sig.abandon, 30*time.Second)
-		w.Stop(ctx, context.Cause(sig.stop))
-		cancel()
+		stop(context.Cause(sig.stop))
+	case <-orphaned:
+		stop(errors.New("the process that started the worker is gone"))
 	case <-finished:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -95,6 +111,8 @@ func connectWorkerDriver(_ context.Context, src distributed.DriverSource) (drive
 
 func workerDriverConfig(src distributed.DriverSource) (*workload.DriverConfig, error) {
 	switch {
+	case src.Config != nil:
+		return src.Config, nil
 	case src.Text == "":
 		return defaultDriver(), nil
 	case src.Inline:

@@ -19,14 +19,25 @@ type workerFlags struct {
 	file      string
 	placement string
 	wait      time.Duration
+	// local is the number of worker processes to start on this machine.
+	local int
 }
 
 // list returns the workers' base URLs from --workers or --workers-file
 // (one per line, # comments), each checked; none for a run in this
 // process.
 func (f *workerFlags) list() ([]string, distributed.Placement, error) {
-	if len(f.urls) > 0 && f.file != "" {
-		return nil, "", usageError{errors.New("give the workers with --workers or --workers-file, not both")}
+	given := 0
+	for _, set := range []bool{len(f.urls) > 0, f.file != "", f.local != 0} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		return nil, "", usageError{errors.New("give the workers with one of --workers, --workers-file and --local-workers")}
+	}
+	if f.local < 0 || f.local > 256 {
+		return nil, "", usageError{fmt.Errorf("--local-workers %d: give 1 to 256", f.local)}
 	}
 	raw, from := f.urls, "--workers"
 	if f.file != "" {
@@ -57,6 +68,28 @@ func (f *workerFlags) list() ([]string, distributed.Placement, error) {
 		out = append(out, u)
 	}
 	return out, placement, nil
+}
+
+// distributed reports whether the run is spread over workers.
+func (f *workerFlags) distributed() bool {
+	return len(f.urls) > 0 || f.file != "" || f.local > 0
+}
+
+// startLocal starts the --local-workers processes, if any, and returns
+// their URLs and a function that stops them.
+func (f *workerFlags) startLocal() ([]string, func(), error) {
+	if f.local == 0 {
+		return nil, func() {}, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := distributed.StartLocal(exe, f.local, nil)
+	if err != nil {
+		return nil, nil, withCode(ExitRunFailed, err)
+	}
+	return l.URLs, l.Stop, nil
 }
 
 // workerURL turns host:port or http://host:port into a base URL.

@@ -19,8 +19,11 @@
 package distributed
 
 import (
+	"fmt"
+
 	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -84,9 +87,28 @@ type DriverSource struct {
 	// Inline says the text is a workload file whose inline "driver"
 	// section holds the settings.
 	Inline bool `json:"inline,omitempty"`
+	// Config, when set, is the driver config itself, for settings that no
+	// file holds as they are (a study's setups and sweeps). NewConfigSource
+	// refuses one that holds a secret.
+	Config *workload.DriverConfig `json:"config,omitempty"`
 	// Endpoints, when set, replace the config's broker addresses (a local
 	// cluster's, or --broker).
 	Endpoints []string `json:"endpoints,omitempty"`
+}
+
+// NewConfigSource returns a source that carries dc's settings as values,
+// with the endpoints: for settings no file holds as they are. A setting
+// that holds a secret (from ${env:...} or ${file:...}) is refused: it
+// would cross the wire.
+func NewConfigSource(dc *workload.DriverConfig, endpoints []string) (DriverSource, error) {
+	for _, props := range []workload.Properties{dc.Topic, dc.Common, dc.Producer, dc.Consumer} {
+		for _, p := range props {
+			if secret.Redact(p.Value) != p.Value {
+				return DriverSource{}, fmt.Errorf("the driver setting %s of %s holds a secret, which workers would receive over the wire: give the workers the driver config as a file (run --driver)", p.Key, dc.Source)
+			}
+		}
+	}
+	return DriverSource{Name: dc.Source, Config: dc, Endpoints: endpoints}, nil
 }
 
 // Assignment is one worker's share of a run.

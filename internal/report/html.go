@@ -143,6 +143,41 @@ func (in *Input) BacklogTable() *Table {
 	return t
 }
 
+// WorkerTable has a row per worker of every distributed run: its share,
+// its clock, its start and what it measured; nil if no run was
+// distributed.
+func (in *Input) WorkerTable() *Table {
+	t := &Table{Title: "Workers of distributed runs",
+		Headers: []string{"Run", "Worker", "Producers", "Consumers", "Clock offset (ms)", "± (ms)", "Start late (ms)", "Start spread of the run (ms)",
+			"Publish (msgs/s)", "Consume (msgs/s)", "Publish p99 (ms)", "CPU (% of a core)", "Error"},
+		CSVHeaders: []string{"run", "worker", "producers", "consumers", "clockOffsetMs", "clockErrorMs", "startLateMs", "startSpreadMs",
+			"publishRate", "consumeRate", "publishP99", "clientCpu", "error"}}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			d := r.Distributed
+			if d == nil {
+				continue
+			}
+			for _, w := range d.Workers {
+				cpu, cpuCSV := "–", ""
+				if w.System != nil {
+					cpu, cpuCSV = formatNum(w.System.ClientCPU, 0), csvNum(w.System.ClientCPU)
+				}
+				t.Rows = append(t.Rows, []string{runLabel(g, r), w.Address, strconv.Itoa(w.Producers), strconv.Itoa(w.Consumers),
+					formatNum(w.ClockOffsetMs, 3), formatNum(w.ClockErrorMs, 3), formatNum(w.StartLateMs, 3), formatNum(d.StartSpreadMs, 3),
+					formatNum(w.Measured.PublishRate, 0), formatNum(w.Measured.ConsumeRate, 0), formatNum(w.Measured.PublishLatency.P99, 2), cpu, w.Error})
+				t.CSV = append(t.CSV, []string{runLabel(g, r), w.Address, strconv.Itoa(w.Producers), strconv.Itoa(w.Consumers),
+					csvNum(w.ClockOffsetMs), csvNum(w.ClockErrorMs), csvNum(w.StartLateMs), csvNum(d.StartSpreadMs),
+					csvNum(w.Measured.PublishRate), csvNum(w.Measured.ConsumeRate), csvNum(w.Measured.PublishLatency.P99), cpuCSV, w.Error})
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
 // page is what the template renders.
 type page struct {
 	Title     string
@@ -265,6 +300,9 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	}
 	if pt := in.PublishedTable(); pt != nil {
 		tables = append(tables, pageTable{pt, "published"})
+	}
+	if wt := in.WorkerTable(); wt != nil {
+		tables = append(tables, pageTable{wt, "workers"})
 	}
 	for _, t := range tables {
 		var md, csvBuf bytes.Buffer

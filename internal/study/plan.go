@@ -4,11 +4,13 @@
 package study
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -175,6 +177,10 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	case max(w.ReplicationFactor, dc.ReplicationFactor) > setup.Brokers:
 		rf := max(w.ReplicationFactor, dc.ReplicationFactor)
 		r.Skip = fmt.Sprintf("replication factor %d needs at least %d brokers; setup %q has %d", rf, rf, setup.Name, setup.Brokers)
+	case setup.Workers > 0:
+		if err := errors.Join(distributed.CheckWorkload(&w), distributed.CheckSpread(&w, setup.Workers, distributed.Spread)); err != nil {
+			r.Skip = fmt.Sprintf("setup %q spreads runs over %d workers: %v", setup.Name, setup.Workers, err)
+		}
 	}
 	return r, nil
 }

@@ -56,6 +56,10 @@ type Setup struct {
 	Sweep []SweepParam
 	// Network, if set, shapes the local cluster's links for the setup.
 	Network *Network
+	// Workers, if not 0, spreads each of the setup's runs over this many
+	// worker processes brokerbench starts on this machine, each on its
+	// own loopback address (docs/distributed.md).
+	Workers int
 }
 
 // SweepParam is one swept parameter: a workload field (messageSize,
@@ -260,7 +264,7 @@ func (d *decoder) stringList(key string, v *yaml.Node) []string {
 
 func (d *decoder) setups(v *yaml.Node) []Setup {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, network, needs, only, sweep)")
+		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, network, needs, only, sweep, workers)")
 		return nil
 	}
 	var out []Setup
@@ -281,6 +285,7 @@ func (d *decoder) setups(v *yaml.Node) []Setup {
 				st.Driver = d.driverConfig(v, false)
 			},
 			"network": networkField(&st.Network),
+			"workers": intField(&st.Workers, 1, 256),
 		})
 		if st.Name == "" {
 			d.fail(item, "name", "missing: every setup needs a name")
