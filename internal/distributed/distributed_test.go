@@ -1,7 +1,9 @@
 package distributed
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -262,4 +264,24 @@ func TestMergedHistogramEqualsOneHistogram(t *testing.T) {
 	if err != nil || !back.Equals(whole) {
 		t.Errorf("the merged encoding differs from one histogram of every value (%v)", err)
 	}
+}
+
+// FuzzDecodeAssignment: whatever a coordinator (or anyone) sends, the
+// worker answers with an assignment it can run or an error, never a
+// panic; one it accepts has a valid workload and ids the run can place.
+func FuzzDecodeAssignment(f *testing.F) {
+	good, _ := json.Marshal(Assignment{RunID: "x", Workload: testWorkload(), Topics: []string{"a", "b"}, Producers: []int{0, 3}, Consumers: []int{1},
+		IntervalNanos: int64(time.Second), LeaseNanos: int64(time.Second)})
+	f.Add(good)
+	f.Add([]byte(`{"runId":"x","workload":{"topics":-1}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := decodeAssignment(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		if a.Workload == nil || a.Workload.Validate() != nil || a.IntervalNanos < int64(10*time.Millisecond) {
+			t.Fatalf("accepted an assignment it cannot run: %+v", a)
+		}
+	})
 }

@@ -169,14 +169,9 @@ func (w *Worker) command(f func(*workerRun, []byte) error) http.HandlerFunc {
 
 // begin takes an assignment and starts preparing it.
 func (w *Worker) begin(rw http.ResponseWriter, req *http.Request) {
-	var a Assignment
-	dec := json.NewDecoder(io.LimitReader(req.Body, maxBody))
-	if err := dec.Decode(&a); err != nil {
-		httpError(rw, http.StatusBadRequest, "the body is not an assignment: %v", err)
-		return
-	}
-	if err := a.check(); err != nil {
-		httpError(rw, http.StatusBadRequest, "assignment: %v", err)
+	a, err := decodeAssignment(io.LimitReader(req.Body, maxBody))
+	if err != nil {
+		httpError(rw, http.StatusBadRequest, "%v", err)
 		return
 	}
 	w.mu.Lock()
@@ -195,6 +190,19 @@ func (w *Worker) begin(rw http.ResponseWriter, req *http.Request) {
 	go w.watchLease(ctx, r)
 	go w.execute(ctx, r)
 	writeJSON(rw, http.StatusAccepted, map[string]string{"runId": a.RunID})
+}
+
+// decodeAssignment reads an assignment and checks that the worker can run
+// it.
+func decodeAssignment(r io.Reader) (Assignment, error) {
+	var a Assignment
+	if err := json.NewDecoder(r).Decode(&a); err != nil {
+		return a, fmt.Errorf("the body is not an assignment: %w", err)
+	}
+	if err := a.check(); err != nil {
+		return a, fmt.Errorf("assignment: %w", err)
+	}
+	return a, nil
 }
 
 // check rejects an assignment the worker cannot run.
