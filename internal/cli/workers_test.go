@@ -39,8 +39,8 @@ func startWorkerProcess(t *testing.T, addr string) *exec.Cmd {
 }
 
 // spreadWorkload writes a workload with three producers and three
-// consumers of one subscription on two topics... one topic, so that
-// consumers receive messages from every worker's producers.
+// consumers of one subscription on one topic, so that consumers receive
+// messages from every worker's producers.
 func spreadWorkload(t *testing.T, duration string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "spread.yaml")
@@ -72,10 +72,9 @@ driver:
 func TestRunAcrossWorkerProcesses(t *testing.T) {
 	b := lazyBroker.Get(t)
 	var urls []string
-	for i, addr := range []string{"127.0.0.11:39771", "127.0.0.12:39772", "127.0.0.13:39773"} {
+	for _, addr := range []string{"127.0.0.11:39771", "127.0.0.12:39772", "127.0.0.13:39773"} {
 		startWorkerProcess(t, addr)
 		urls = append(urls, "http://"+addr)
-		_ = i
 	}
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := execute("run", spreadWorkload(t, "4s"), "--broker", b.Addr, "--workers", strings.Join(urls, ","),

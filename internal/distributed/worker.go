@@ -122,18 +122,29 @@ func (w *Worker) Handler() http.Handler {
 
 func (w *Worker) info(rw http.ResponseWriter, _ *http.Request) {
 	host, _ := os.Hostname()
+	writeJSON(rw, http.StatusOK, Info{API: APIVersion, Version: w.Version, Hostname: host, Cores: runtime.NumCPU(), Busy: w.current() != nil})
+}
+
+// current returns the run in progress, or nil.
+func (w *Worker) current() *workerRun {
 	w.mu.Lock()
-	busy := w.cur != nil
-	w.mu.Unlock()
-	writeJSON(rw, http.StatusOK, Info{API: APIVersion, Version: w.Version, Hostname: host, Cores: runtime.NumCPU(), Busy: busy})
+	defer w.mu.Unlock()
+	return w.cur
+}
+
+// currentOr404 returns the run in progress, or replies 404 and returns
+// nil.
+func (w *Worker) currentOr404(rw http.ResponseWriter) *workerRun {
+	r := w.current()
+	if r == nil {
+		httpError(rw, http.StatusNotFound, "no run in progress")
+	}
+	return r
 }
 
 func (w *Worker) progress(rw http.ResponseWriter, _ *http.Request) {
-	w.mu.Lock()
-	r := w.cur
-	w.mu.Unlock()
+	r := w.currentOr404(rw)
 	if r == nil {
-		httpError(rw, http.StatusNotFound, "no run in progress")
 		return
 	}
 	var p Progress
@@ -152,11 +163,8 @@ func (w *Worker) command(f func(*workerRun, []byte) error) http.HandlerFunc {
 			httpError(rw, http.StatusBadRequest, "read body: %v", err)
 			return
 		}
-		w.mu.Lock()
-		r := w.cur
-		w.mu.Unlock()
+		r := w.currentOr404(rw)
 		if r == nil {
-			httpError(rw, http.StatusNotFound, "no run in progress")
 			return
 		}
 		if err := f(r, body); err != nil {
@@ -333,11 +341,8 @@ func (j partJournal) Interval(iv results.Interval, h results.Histograms) {
 // events streams the run's events as JSON lines until its last. A
 // coordinator that goes away stops the run.
 func (w *Worker) events(rw http.ResponseWriter, req *http.Request) {
-	w.mu.Lock()
-	r := w.cur
-	w.mu.Unlock()
+	r := w.currentOr404(rw)
 	if r == nil {
-		httpError(rw, http.StatusNotFound, "no run in progress")
 		return
 	}
 	if !r.streaming.CompareAndSwap(false, true) {
@@ -438,9 +443,7 @@ func (q *eventQueue) wait(ctx context.Context, i int) (Event, bool) {
 // Stop stops the run in progress, if any, and waits until it has ended or
 // ctx ends: a worker told to exit leaves no load behind.
 func (w *Worker) Stop(ctx context.Context, cause error) {
-	w.mu.Lock()
-	r := w.cur
-	w.mu.Unlock()
+	r := w.current()
 	if r == nil {
 		return
 	}
