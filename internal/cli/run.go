@@ -180,6 +180,10 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		if err := distributed.CheckWorkload(w); err != nil {
 			return usageError{fmt.Errorf("%s: %w", path, err)}
 		}
+		// The split is checked before any broker or worker is touched.
+		if err := distributed.CheckSpread(w, len(workers)+f.workers.local, placement); err != nil {
+			return usageError{err}
+		}
 	}
 	existing := splitList(f.topics)
 	if n := len(existing); n > 0 && n != w.Topics {

@@ -160,6 +160,28 @@ func TestLostWorkerIsReported(t *testing.T) {
 	}
 }
 
+// TestBadWorkerFlags: bad worker flags and a split that leaves a worker
+// idle are refused before any broker or worker is reached (the broker
+// address here answers nothing).
+func TestBadWorkerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--local-workers", "-1"}, "give 1 to 256"},
+		{[]string{"--local-workers", "2", "--placement", "diagonal"}, "use \"spread\" or \"by-topic\""},
+		{[]string{"--workers", "ftp://x:1"}, "give http://host:port"},
+		{[]string{"--workers", "127.0.0.2:7070", "--local-workers", "2"}, "one of --workers"},
+		{[]string{"--placement", "by-topic"}, "applies only with"},
+		{[]string{"--local-workers", "3"}, "would run nothing"},
+	} {
+		code, _, stderr := execute(append([]string{"run", "../../workloads/quick.yaml", "--broker", "127.0.0.1:1", "--quiet"}, tc.args...)...)
+		if code != ExitInvalidInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %s", tc.args, code, stderr)
+		}
+	}
+}
+
 // TestK8sManifestsMatchDeploy: the plain manifests in deploy/kubernetes/
 // are what 'k8s run --manifests' writes for them (the API server checks
 // them in internal/kube); regenerate them with the command in the test
