@@ -65,6 +65,11 @@ func (c *coordinator) mergeNext() {
 	if err != nil {
 		c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("interval %d: %v", c.merged, err))
 	}
+	// The backlog, as one process counts it: every message sent so far,
+	// once per subscription, less every delivery so far.
+	c.sentSoFar += iv.Sent
+	c.consumedSoFar += iv.Consumed
+	iv.Backlog = max(0, c.sentSoFar*int64(c.rc.Workload.SubscriptionsPerTopic)-c.consumedSoFar)
 	c.res.Intervals = append(c.res.Intervals, iv)
 	if c.rc.Journal != nil {
 		c.rc.Journal.Interval(iv, h)

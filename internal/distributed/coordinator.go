@@ -69,16 +69,19 @@ type memberEvent struct {
 }
 
 type coordinator struct {
-	cfg         Config
-	rc          runner.Config // cfg.Run with defaults
-	members     []*member
-	events      chan memberEvent
-	res         *results.Run
-	merged      int // intervals merged so far
-	logf        func(string, ...any)
-	caught      bool
-	stopped     bool
-	allSentTold bool
+	cfg     Config
+	rc      runner.Config // cfg.Run with defaults
+	members []*member
+	events  chan memberEvent
+	res     *results.Run
+	merged  int // intervals merged so far
+	// sentSoFar and consumedSoFar are the merged intervals' sums, for
+	// the run's backlog.
+	sentSoFar, consumedSoFar int64
+	logf                     func(string, ...any)
+	caught                   bool
+	stopped                  bool
+	allSentTold              bool
 	// storedSeen is the broker's last count, to tell when it has settled.
 	storedSeen int64
 }

@@ -163,6 +163,28 @@ func TestMessageLimitSplitsExactly(t *testing.T) {
 	}
 }
 
+// TestBacklogIsTheRuns: one worker sends, the other consumes. The backlog
+// is the run's (all sends times subscriptions, less all deliveries), not
+// a sum of workers' backlogs, which would count every message sent as
+// waiting forever. Drained, it is 0.
+func TestBacklogIsTheRuns(t *testing.T) {
+	broker := memory.NewBroker()
+	urls, _ := startWorkers(t, 2, broker)
+	w := testWorkload()
+	w.Topics, w.ProducersPerTopic, w.SubscriptionsPerTopic, w.ConsumersPerSubscription = 1, 1, 1, 1
+	w.MessageLimit, w.ProducerRate, w.Duration = 5000, 0, time.Minute
+	res, err := Run(context.Background(), Config{Run: runner.Config{Workload: w, Driver: broker.NewDriver(), Interval: 100 * time.Millisecond}, Workers: urls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Distributed.Workers[0].Consumers != 0 || res.Distributed.Workers[1].Producers != 0 {
+		t.Fatalf("placement %+v: want the producer on one worker, the consumer on the other", res.Distributed.Workers)
+	}
+	if last := res.Intervals[len(res.Intervals)-1]; last.Backlog != 0 || res.Counts.Consumed != 5000 {
+		t.Errorf("backlog %d after the drain (consumed %d)", last.Backlog, res.Counts.Consumed)
+	}
+}
+
 // TestWorkerRefusals: what a coordinator cannot do is refused before any
 // load starts.
 func TestWorkerRefusals(t *testing.T) {

@@ -84,6 +84,9 @@ type partInterval struct {
 
 // mergeInterval merges the same interval of several workers into the
 // interval one process would have measured, and returns its histograms.
+// Its backlog is left for the caller, who knows the run's totals: a sum
+// of the workers' backlogs would count a message sent on one worker and
+// consumed on another as waiting.
 // system, if not nil, is the coordinator's sample for it; the load
 // generator's CPU and memory are then the workers' sums.
 func mergeInterval(parts []partInterval, messageSize int, system *results.System) (results.Interval, results.Histograms, error) {
@@ -96,7 +99,6 @@ func mergeInterval(parts []partInterval, messageSize int, system *results.System
 		errs = append(errs, l.add(p.h))
 		traffic[i] = p.iv.Traffic
 		out.StartSeconds, out.EndSeconds = min(out.StartSeconds, p.iv.StartSeconds), max(out.EndSeconds, p.iv.EndSeconds)
-		out.Backlog += p.iv.Backlog
 		if s := p.iv.System; s != nil {
 			clientCPU += s.ClientCPU
 			clientRSS += s.ClientRSSMB
