@@ -597,6 +597,9 @@ func (r *run) measure(ctx context.Context) error {
 		// every part's have.
 		go func() {
 			wg.Wait()
+			if prodCtx.Err() != nil {
+				return // stopped, not finished: no limit was sent
+			}
 			r.part.SentAll()
 			select {
 			case <-r.part.AllSent:
