@@ -22,13 +22,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-var broker *testbroker.Broker
+// lazyBroker is the test broker, started by the first test that needs it.
+var lazyBroker = testbroker.NewLazy(39092)
 
-func TestMain(m *testing.M) { testbroker.Main(m, 39092, &broker) }
+func TestMain(m *testing.M) { lazyBroker.Main(m) }
 
 func newDriver(t *testing.T, producer ...workload.Property) driver.Driver {
 	t.Helper()
-	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{broker.Addr}})
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1, Producer: producer}, driver.Options{Endpoints: []string{lazyBroker.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestRecordTimestampIsSendTime(t *testing.T) {
 	if err := <-acked; err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(lazyBroker.Get(t).Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +394,7 @@ func TestGroupIDPrefixesTheGroups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
-		Consumer: workload.Properties{{Key: "group.id", Value: "kafka-perf"}}}, driver.Options{Endpoints: []string{broker.Addr}})
+		Consumer: workload.Properties{{Key: "group.id", Value: "kafka-perf"}}}, driver.Options{Endpoints: []string{lazyBroker.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +412,7 @@ func TestGroupIDPrefixesTheGroups(t *testing.T) {
 	if err := d.(driver.SubscriptionWaiter).WaitSubscription(ctx, topic, "sub-1", 1); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker.Addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(lazyBroker.Get(t).Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
