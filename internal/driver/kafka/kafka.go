@@ -254,31 +254,106 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	return total, nil
 }
 
-// WaitSubscription implements driver.SubscriptionWaiter.
+// WaitSubscription implements driver.SubscriptionWaiter. It describes the
+// group every 100 ms until it is Stable with all its members and every
+// partition of topic assigned; if ctx ends first, the error names the
+// group, what it was last seen doing, and the last error describing it.
 func (d *Driver) WaitSubscription(ctx context.Context, topic, subscription string, consumers int) error {
 	group := d.cfg.group(subscription)
 	md, err := d.admin.Metadata(ctx, topic)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("consumer group %q: read the metadata of topic %q: %w", group, topic, err)
+		}
 		return d.unreachable(err)
 	}
 	partitions := len(md.Topics[topic].Partitions)
-	var last string
-	for {
+	describe := func(ctx context.Context) (groupState, error) {
 		groups, err := d.admin.DescribeGroups(ctx, group)
-		if err == nil {
-			g := groups[group]
-			assigned := len(g.AssignedPartitions()[topic])
-			last = fmt.Sprintf("state %s, %d of %d members, %d of %d partitions assigned", g.State, len(g.Members), consumers, assigned, partitions)
-			if g.Err == nil && g.State == "Stable" && len(g.Members) == consumers && assigned == partitions {
-				return nil
+		if err != nil {
+			return groupState{}, err
+		}
+		g, ok := groups[group]
+		switch {
+		case !ok:
+			return groupState{}, errors.New("the group is missing from the response")
+		case g.Err != nil:
+			if g.ErrMessage != "" {
+				return groupState{}, fmt.Errorf("%w: %s", g.Err, g.ErrMessage)
 			}
+			return groupState{}, g.Err
+		}
+		return groupState{state: g.State, members: len(g.Members), assigned: len(g.AssignedPartitions()[topic])}, nil
+	}
+	return awaitSettled(ctx, groupGoal{group: group, members: consumers, partitions: partitions}, 100*time.Millisecond, describe)
+}
+
+// groupGoal is the state a subscription's group must reach.
+type groupGoal struct {
+	group      string
+	members    int // members joined
+	partitions int // partitions of the topic assigned to them
+}
+
+// groupState is what one DescribeGroups answer says of a group.
+type groupState struct {
+	state    string // "Stable", "PreparingRebalance", ...
+	members  int
+	assigned int // partitions of the topic assigned
+}
+
+func (s groupState) reached(g groupGoal) bool {
+	return s.state == "Stable" && s.members == g.members && s.assigned == g.partitions
+}
+
+// awaitSettled calls describe every interval until the group reaches its
+// goal, and returns nil then; when ctx ends first it returns
+// settleError of the last state and error seen.
+func awaitSettled(ctx context.Context, goal groupGoal, every time.Duration, describe func(context.Context) (groupState, error)) error {
+	var last *groupState
+	var lastErr error
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		s, err := describe(ctx)
+		switch {
+		case err == nil && s.reached(goal):
+			return nil
+		case err == nil:
+			last = &s
+		case ctx.Err() == nil:
+			// An error only because ctx ended says nothing of the group.
+			lastErr = err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("consumer group %q did not settle (%s): %w", group, last, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+			return settleError(goal, last, lastErr, ctx.Err())
+		case <-t.C:
+			t.Reset(every)
 		}
 	}
+}
+
+// settleError is the error of a group that did not reach goal before the
+// wait ended with cause: the group, its last state seen (nil: never
+// described), and the last error describing it, if any.
+func settleError(goal groupGoal, last *groupState, lastErr, cause error) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "consumer group %q did not settle: ", goal.group)
+	if last == nil {
+		fmt.Fprintf(&b, "never described (waiting for %d members and %d partitions assigned)", goal.members, goal.partitions)
+	} else {
+		state := last.state
+		if state == "" {
+			state = "unknown"
+		}
+		fmt.Fprintf(&b, "last seen in state %s with %d of %d members joined and %d of %d partitions assigned",
+			state, last.members, goal.members, last.assigned, goal.partitions)
+	}
+	if lastErr != nil {
+		fmt.Fprintf(&b, "; last DescribeGroups error: %v", lastErr)
+	}
+	return fmt.Errorf("%s: %w", b.String(), cause)
 }
 
 // EffectiveConfig implements driver.Driver.
