@@ -182,7 +182,7 @@ func withDefaults(rc runner.Config) runner.Config {
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&rc.Interval, time.Second}, {&rc.DrainTimeout, 30 * time.Second}, {&rc.SetupTimeout, 60 * time.Second},
+	}{{&rc.Interval, time.Second}, {&rc.DrainTimeout, 30 * time.Second}, {&rc.SetupTimeout, runner.SetupBound(rc.Workload)},
 		{&rc.MaxSendLag, 10 * time.Millisecond}, {&rc.InterruptDrain, 10 * time.Second}} {
 		if *d.v == 0 || (d.v != &rc.MaxSendLag && *d.v < 0) {
 			*d.v = d.def

@@ -37,7 +37,8 @@ type Config struct {
 	// DrainTimeout bounds the wait for consumers to catch up after the
 	// producers stop (default 30 s).
 	DrainTimeout time.Duration
-	// SetupTimeout bounds topic creation and consumer start-up (default 60 s).
+	// SetupTimeout bounds the setup: topic creation, consumers joining
+	// their groups, producers' start (default: SetupBound of the workload).
 	SetupTimeout time.Duration
 	// MaxInFlightBytes bounds each producer's unacknowledged bytes (default
 	// 32 MiB); the in-flight message count is derived from it.
@@ -123,6 +124,30 @@ func NewID() string {
 
 // ErrSetup wraps failures before any message was sent.
 var ErrSetup = errors.New("run setup failed")
+
+// ErrSetupTimeout wraps a setup failure because the setup took longer than
+// Config.SetupTimeout.
+var ErrSetupTimeout = errors.New("the setup took longer than its bound")
+
+// SetupBound is the setup bound of a run of w when Config.SetupTimeout is
+// not given: 60 s, plus 1 s per topic (topics are created one after
+// another), plus 1 s per consumer group and 250 ms per consumer (each
+// group rebalances as its members join, and on a busy machine hundreds of
+// clients share the cores with the broker). One topic with one consumer
+// gets 62.25 s; 100 topics with 3 groups of one consumer each, 9 min.
+func SetupBound(w *workload.Workload) time.Duration {
+	bound := 60 * time.Second
+	if w == nil {
+		return bound
+	}
+	groups := w.Topics * w.SubscriptionsPerTopic
+	return bound + time.Duration(w.Topics)*time.Second + time.Duration(groups)*time.Second +
+		time.Duration(groups*w.ConsumersPerSubscription)*250*time.Millisecond
+}
+
+// setupReportEvery is how often a setup that waits for consumers says
+// what it waits for.
+const setupReportEvery = 5 * time.Second
 
 // Run executes the workload. It returns results whenever anything was
 // measured, even with an error; results.Run.Partial is set when the run was
@@ -264,7 +289,7 @@ func newRun(cfg Config) *run {
 		cfg.DrainTimeout = 30 * time.Second
 	}
 	if cfg.SetupTimeout <= 0 {
-		cfg.SetupTimeout = 60 * time.Second
+		cfg.SetupTimeout = SetupBound(cfg.Workload)
 	}
 	if cfg.BacklogTimeout <= 0 {
 		cfg.BacklogTimeout = 10 * time.Minute
@@ -347,10 +372,16 @@ func (r *run) teardownBounded(created []string) {
 
 // setup checks the workload with the driver, builds the payloads, and
 // creates topics, consumers and producers. It returns the topics it
-// created, for teardown, also on error.
-func (r *run) setup(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.SetupTimeout)
+// created, for teardown, also on error. It takes at most
+// Config.SetupTimeout; an error for taking longer wraps ErrSetupTimeout.
+func (r *run) setup(ctx context.Context) (created []string, err error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.SetupTimeout, ErrSetupTimeout)
 	defer cancel()
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), ErrSetupTimeout) {
+			err = fmt.Errorf("%w of %s: %w", ErrSetupTimeout, r.cfg.SetupTimeout, err)
+		}
+	}()
 	w, d := r.w, r.cfg.Driver
 	if c, ok := d.(driver.Checker); ok {
 		if err := c.Check(ctx, driver.CheckSpec{MessageSize: w.MessageSize, ExistingTopics: r.cfg.ExistingTopics}); err != nil {
@@ -362,7 +393,7 @@ func (r *run) setup(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := r.createTopics(ctx)
+	created, err = r.createTopics(ctx)
 	if err != nil {
 		return created, err
 	}
@@ -436,26 +467,41 @@ func (r *run) startConsumers(ctx context.Context) error {
 			}
 		}
 	}
+	// A part's consumers share their subscriptions with other parts':
+	// the subscription is settled with all of them.
+	members := func(g group) int {
+		if r.part != nil {
+			return w.ConsumersPerSubscription
+		}
+		return len(g.members)
+	}
+	// settled counts the groups done; the reports read it.
+	var settled atomic.Int64
 	if len(groups) > 0 {
-		r.logf("waiting for %d consumers to join", len(r.consumers))
+		r.logf("waiting for %d consumers in %d groups to join (%s)", len(r.consumers), len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
+		stop := r.reportEvery(setupReportEvery, func() string {
+			i := int(settled.Load())
+			if i >= len(groups) {
+				return ""
+			}
+			g := groups[i]
+			return fmt.Sprintf("still waiting for consumers to join: group %s (topic %s, members: %d); %d of %d groups settled (%s)",
+				g.sub, g.topic, members(g), i, len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
+		})
+		defer stop()
 	}
 	for _, g := range groups {
 		for _, c := range g.members {
 			if err := c.Ready(ctx); err != nil {
-				return err
+				return fmt.Errorf("subscription %s: %w", g.sub, err)
 			}
 		}
 		if wt, ok := d.(driver.SubscriptionWaiter); ok {
-			// A part's consumers share their subscriptions with other
-			// parts': the subscription is settled with all of them.
-			members := len(g.members)
-			if r.part != nil {
-				members = w.ConsumersPerSubscription
-			}
-			if err := wt.WaitSubscription(ctx, g.topic, g.sub, members); err != nil {
+			if err := wt.WaitSubscription(ctx, g.topic, g.sub, members(g)); err != nil {
 				return err
 			}
 		}
+		settled.Add(1)
 	}
 	if !r.backlogMode() && len(r.cfg.ExistingTopics) == 0 {
 		return nil
@@ -471,6 +517,41 @@ func (r *run) startConsumers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// setupLeft says how much of the setup's bound is left.
+func setupLeft(ctx context.Context, bound time.Duration) string {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return "no time limit"
+	}
+	return fmt.Sprintf("%s of the setup's %s left", time.Until(deadline).Round(time.Second), bound)
+}
+
+// reportEvery logs what() every interval, unless it is empty, until the
+// returned stop is called. what is called from another goroutine.
+func (r *run) reportEvery(interval time.Duration, what func() string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if s := what(); s != "" {
+					r.logf("%s", s)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // startProducers creates the producers, each with its share of the rate
