@@ -46,6 +46,7 @@ type runFlags struct {
 	keepTopics    bool
 	interval      time.Duration
 	drainTimeout  time.Duration
+	setupTimeout  time.Duration
 	backlogLimit  time.Duration
 	maxSendLag    time.Duration
 	findMaxRate   bool
@@ -123,6 +124,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.BoolVar(&f.keepTopics, "keep-topics", false, "do not delete the run's topics afterwards")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling interval")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
+	fl.DurationVar(&f.setupTimeout, "setup-timeout", 0, "bound on the setup: creating the topics and the clients, and the consumers joining their groups (0: scaled to the workload, 60s + 1s per topic and per consumer group + 250ms per consumer)")
 	fl.DurationVar(&f.backlogLimit, "backlog-timeout", 10*time.Minute, "bound on each of a backlog test's build and drain phases")
 	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
@@ -269,7 +271,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	}
 	cfg := runner.Config{
 		Faults:   schedule,
-		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, BacklogTimeout: f.backlogLimit,
+		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, SetupTimeout: f.setupTimeout, BacklogTimeout: f.backlogLimit,
 		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
 		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,
 		ID: id, Journal: rec,
@@ -328,13 +330,22 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		if errors.Is(runErr, workload.ErrInvalid) {
 			return withCode(ExitInvalidInput, runErr)
 		}
-		return withCode(ExitRunFailed, runErr)
+		return withCode(ExitRunFailed, setupAdvice(runErr))
 	}
 	describe(res, env, dc, drv, w)
 	if f.perNodeHour > 0 {
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}
 	return finishRun(io, res, runErr, out, f.ombJSON, rec)
+}
+
+// setupAdvice adds to the error of a setup that outlasted its bound how to
+// give it longer; other errors it returns as they are.
+func setupAdvice(err error) error {
+	if !errors.Is(err, runner.ErrSetupTimeout) {
+		return err
+	}
+	return fmt.Errorf("%w\n(the setup's bound grows with the workload's topics, consumer groups and consumers; give it longer with --setup-timeout)", err)
 }
 
 // finishRun prints the summary of res, writes its files (to a fallback path
@@ -422,6 +433,9 @@ func (f *runFlags) validate(changed func(string) bool) error {
 	}
 	if f.drainTimeout <= 0 {
 		bad("drain-timeout", "must be positive, got %s", f.drainTimeout)
+	}
+	if f.setupTimeout < 0 {
+		bad("setup-timeout", "must not be negative (0: scaled to the workload), got %s", f.setupTimeout)
 	}
 	if f.backlogLimit <= 0 {
 		bad("backlog-timeout", "must be positive, got %s", f.backlogLimit)
