@@ -20,12 +20,16 @@ const (
 	ExitOK             = 0
 	ExitRunFailed      = 1 // the run could not be made (broker unreachable, setup failed)
 	ExitInvalidInput   = 2 // bad flags, workload or driver file
-	ExitTargetNotHeld  = 3 // the run completed but did not hold its target rate
+	ExitTargetNotHeld  = 3 // the run completed but did not hold its target rate, or its consumers fell behind
 	ExitInterrupted    = 4 // interrupted; partial results were written
 	ExitAccountingFail = 5 // acknowledged and stored message counts disagree
 	// ExitLoadGeneratorBound: the target was missed because brokerbench
 	// itself could not keep its schedule; the run does not measure the broker.
 	ExitLoadGeneratorBound = 6
+	// ExitDisturbed: other processes took so much of the machine that
+	// the figures describe a shared machine, not the broker (also a
+	// max-rate search that could not measure for that reason).
+	ExitDisturbed = 7
 )
 
 // IO holds the streams commands use.

@@ -90,9 +90,14 @@ Exit codes: 0 ok, 1 run failed, 2 invalid input, 3 target rate not held,
 4 interrupted (partial results written), 5 accounting mismatch (messages
 lost, or the broker stores a different number than were acknowledged),
 6 load-generator-bound (the target was missed because brokerbench itself
-could not keep the schedule: see the summary's LOAD-GENERATOR-BOUND line).
-A fixed-rate run holds its target when it achieves at least 99% of the rate
-and its send lag p99 stays within --max-send-lag.`,
+could not keep the schedule: see the summary's LOAD-GENERATOR-BOUND line),
+7 disturbed (other processes took at least a quarter of the machine's
+cores, so the figures describe a shared machine: see the DISTURBED line).
+A run whose consumers fell behind through the measurement exits 3 with a
+CONSUMER-BOUND line. A fixed-rate run holds its target when it achieves at
+least 99% of the rate and its send lag p99 stays within --max-send-lag
+(default: 10 ms beyond this machine's scheduling delay p99, which the run
+measures).`,
 		Example: `  brokerbench run workloads/quick.yaml
   # from an OpenMessaging Benchmark checkout's root, OMB's files unchanged:
   brokerbench run workloads/1-topic-16-partitions-1kb.yaml --driver driver-kafka/kafka-throughput.yaml --duration 30s --warmup 5s
@@ -126,7 +131,7 @@ and its send lag p99 stays within --max-send-lag.`,
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long to wait for consumers to catch up after producing stops")
 	fl.DurationVar(&f.setupTimeout, "setup-timeout", 0, "bound on the setup: creating the topics and the clients, and the consumers joining their groups (0: scaled to the workload, 60s + 1s per topic and per consumer group + 250ms per consumer)")
 	fl.DurationVar(&f.backlogLimit, "backlog-timeout", 10*time.Minute, "bound on each of a backlog test's build and drain phases")
-	fl.DurationVar(&f.maxSendLag, "max-send-lag", 10*time.Millisecond, "highest send lag p99 with which a fixed-rate run holds its target (negative: no limit)")
+	fl.DurationVar(&f.maxSendLag, "max-send-lag", 0, "highest send lag p99 with which a fixed-rate run holds its target (0: 10ms beyond the machine's scheduling delay p99, measured in the run; negative: no limit)")
 	fl.BoolVar(&f.findMaxRate, "find-max-rate", false, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&f.slo, "slo", "p99<50ms", "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
 	fl.IntVar(&f.maxSteps, "max-steps", 10, "most fixed-rate steps of --find-max-rate after its unthrottled warm-up and probe")
@@ -399,7 +404,8 @@ func finishRun(io IO, res *results.Run, runErr error, out, ombOut string, rec *r
 var verdictCodes = map[results.VerdictKind]int{
 	results.OK: ExitOK, results.Failed: ExitRunFailed, results.TargetNotHeld: ExitTargetNotHeld,
 	results.Interrupted: ExitInterrupted, results.AccountingMismatch: ExitAccountingFail,
-	results.LoadGeneratorBound: ExitLoadGeneratorBound,
+	results.LoadGeneratorBound: ExitLoadGeneratorBound, results.Disturbed: ExitDisturbed,
+	results.ConsumerBound: ExitTargetNotHeld,
 }
 
 // applyOverrides sets the workload fields given on the command line, each

@@ -117,12 +117,23 @@ func (c *coordinator) finish() error {
 		res.Measured, res.Histograms = agg, h
 	}
 	res.Measured.System = results.MeanSystem(res.Intervals)
+	// Each worker watched its own producers and its own timers: the
+	// longest wait and the worst scheduling delay are the run's. An
+	// outage is a stretch without acknowledgements on every worker at
+	// once, which no one worker saw, so outages are each worker's own.
+	for _, run := range runs {
+		m := run.Measured
+		res.Measured.LongestBrokerWaitMs = max(res.Measured.LongestBrokerWaitMs, m.LongestBrokerWaitMs)
+		if d := m.SchedulingDelay; d != nil && (res.Measured.SchedulingDelay == nil || d.P99 > res.Measured.SchedulingDelay.P99) {
+			res.Measured.SchedulingDelay = d
+		}
+	}
 	drained := c.caught && len(failed) == 0 && !res.Partial
 	c.reconcile(drained)
 	c.countStored(len(failed) > 0)
 	sentAll := c.allSentTold
 	if rate := w.ProducerRate; rate > 0 && w.Producers() > 0 {
-		res.Target = runner.JudgeTarget(&res.Measured, rate, c.rc.MaxSendLag, c.rc.Interval, sentAll)
+		res.Target = runner.JudgeTarget(&res.Measured, runner.TargetSpec{Rate: rate, MaxSendLag: c.rc.MaxSendLag, Interval: c.rc.Interval, SentAll: sentAll})
 	}
 	res.Distributed = c.distribution()
 	if len(failed) > 0 {

@@ -237,10 +237,15 @@ type Interval struct {
 // of the machine are percentages of all cores; a process's CPU is a
 // percentage of one core (200 = two cores busy).
 type System struct {
-	CPUUser       float64 `json:"cpuUser"`
-	CPUSystem     float64 `json:"cpuSystem"`
-	CPUIowait     float64 `json:"cpuIowait"`
-	CPUIdle       float64 `json:"cpuIdle"`
+	CPUUser   float64 `json:"cpuUser"`
+	CPUSystem float64 `json:"cpuSystem"`
+	CPUIowait float64 `json:"cpuIowait"`
+	CPUIdle   float64 `json:"cpuIdle"`
+	// CPUSteal is the share of all cores a hypervisor gave to other
+	// machines (0 where the kernel does not report it).
+	CPUSteal float64 `json:"cpuSteal"`
+	// Cores is the number of CPUs the machine's figures are shares of.
+	Cores         int     `json:"cores,omitempty"`
 	DiskReadMBps  float64 `json:"diskReadMBps"`
 	DiskWriteMBps float64 `json:"diskWriteMBps"`
 	// NetRxMBps and NetTxMBps count every interface, loopback included.
@@ -259,6 +264,12 @@ type System struct {
 	// links (percent of one core), when it has them: work the proxies
 	// took from the brokers and the load generator.
 	LinkProxyCPU float64 `json:"linkProxyCpu,omitempty"`
+	// OtherCPU is the CPU every other process used (percent of one core):
+	// the machine's busy time minus brokerbench, the sampled broker nodes
+	// and the link proxy. Work that disturbed the measurement; with a
+	// broker that brokerbench does not sample on this machine, the
+	// broker's own.
+	OtherCPU float64 `json:"otherCpu"`
 	// Broker holds the brokers' own metrics, read from their Prometheus
 	// endpoints at the end of the interval, by series (name and labels):
 	// counters as rates per second ("..._per_second"), gauges as read,
@@ -286,10 +297,47 @@ type Aggregate struct {
 	// take a message into its full buffer. Near 1, acknowledgements paced
 	// the producers (broker-bound); near 0, they were never held back.
 	BrokerWaitShare float64 `json:"brokerWaitShare"`
+	// LongestBrokerWaitMs is the longest single wait of a producer on the
+	// broker in the measurement, a wait still under way at its end
+	// included: a broker that stalls shows here even when the stall is a
+	// small share of the whole.
+	LongestBrokerWaitMs float64 `json:"longestBrokerWaitMs"`
 	// SampleDelayMaxMs is the largest delay of a scheduled sample in the
 	// measurement phase: a process that cannot sample on time could not
 	// send on time either.
 	SampleDelayMaxMs float64 `json:"sampleDelayMaxMs"`
+	// SchedulingDelay is how late a timer of brokerbench's woke in the
+	// measurement (a probe that sleeps 2 ms at a time): the send lag any
+	// sender on this machine would have had. Nil when not measured.
+	SchedulingDelay *metrics.Latency `json:"schedulingDelay,omitempty"`
+	// Outages are the stretches of the run, from the start of the
+	// measurement, in which no producer received an acknowledgement
+	// while messages were in flight (10 ms resolution, 100 ms or longer).
+	Outages []Outage `json:"outages,omitempty"`
+	// BacklogGrowth is how fast the backlog (messages sent and not yet
+	// consumed, over every subscription) grew in the measurement, per
+	// second, from the first measured interval's end to the last's.
+	BacklogGrowth float64 `json:"backlogGrowthPerSecond"`
+	// ConsumersBehind says, when the consumers fell behind through the
+	// measurement, by how much and what they were doing; empty otherwise.
+	ConsumersBehind string `json:"consumersBehind,omitempty"`
+}
+
+// ThroughputBound reports whether m fell short of a target rate in msg/s:
+// below 99% of it, unless the producers sent their whole message limit
+// (the rate then includes the wait for the last acknowledgements).
+func (m *Aggregate) ThroughputBound(rate float64, sentAll bool) bool {
+	return m.PublishRate < 0.99*rate && !sentAll
+}
+
+// Outage is a stretch in which no producer received an acknowledgement
+// while messages were in flight.
+type Outage struct {
+	// AtSeconds is its start on the intervals' time axis.
+	AtSeconds float64 `json:"at"`
+	Seconds   float64 `json:"seconds"`
+	// InFlight is how many messages awaited an outcome when it ended.
+	InFlight int64 `json:"inFlight"`
 }
 
 // Counts is the run's message accounting.
@@ -414,6 +462,10 @@ type MaxRateSearch struct {
 	Rate float64 `json:"rate"`
 	// Steps are the runs in the order made.
 	Steps []RateStep `json:"steps"`
+	// NotMeasurable says why the search could not find the broker's
+	// rate (a machine disturbed by other processes, step after step, even
+	// after waiting for quiet); empty when it could.
+	NotMeasurable string `json:"notMeasurable,omitempty"`
 	// Repeatability says how often the found rate, and the failed rate
 	// above it, held when run again; nil when no rate held.
 	Repeatability *Repeatability `json:"repeatability,omitempty"`
@@ -455,8 +507,12 @@ type RateStep struct {
 	PublishLatency  metrics.Latency `json:"publishLatency"`
 	EndToEndLatency metrics.Latency `json:"endToEndLatency"`
 	SendLagP99      float64         `json:"sendLagP99"`
-	Held            bool            `json:"held"`
-	Reason          string          `json:"reason,omitempty"`
+	// Disturbed is true when other processes disturbed the step's
+	// machine (see Disturbance); a failed disturbed step is not the
+	// broker's failure and is made again when the machine is quiet.
+	Disturbed bool   `json:"disturbed,omitempty"`
+	Held      bool   `json:"held"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // Target states whether a fixed-rate run held its target rate.
@@ -478,6 +534,13 @@ type Target struct {
 	// samples late, or its producers held back by nothing but themselves):
 	// the figures then describe this machine, not the broker.
 	LoadGeneratorBound bool `json:"loadGeneratorBound,omitempty"`
+	// Disturbed is true when the target was missed on a machine that
+	// other processes took (see Disturbance).
+	Disturbed bool `json:"disturbed,omitempty"`
+	// SendLagLimitMs is the send lag p99 the run was judged by: the
+	// configured limit, raised to what this machine's scheduler allowed
+	// when the limit is the default (see runner.Config.MaxSendLag).
+	SendLagLimitMs float64 `json:"sendLagLimitMs,omitempty"`
 }
 
 // Histograms holds encoded latency histograms.
@@ -592,6 +655,9 @@ func MeanSystem(intervals []Interval) *System {
 		sum.ClientCPU += s.ClientCPU
 		sum.BrokerCPU += s.BrokerCPU
 		sum.LinkProxyCPU += s.LinkProxyCPU
+		sum.OtherCPU += s.OtherCPU
+		sum.CPUSteal += s.CPUSteal
+		sum.Cores = max(sum.Cores, s.Cores)
 		sum.ClientRSSMB = max(sum.ClientRSSMB, s.ClientRSSMB)
 		sum.BrokerRSSMB = max(sum.BrokerRSSMB, s.BrokerRSSMB)
 		sum.BrokerSampled = sum.BrokerSampled || s.BrokerSampled
@@ -615,5 +681,6 @@ func MeanSystem(intervals []Interval) *System {
 		DiskReadMBps: sum.DiskReadMBps / f, DiskWriteMBps: sum.DiskWriteMBps / f, NetRxMBps: sum.NetRxMBps / f, NetTxMBps: sum.NetTxMBps / f,
 		ClientCPU: sum.ClientCPU / f, ClientRSSMB: sum.ClientRSSMB, BrokerCPU: sum.BrokerCPU / f, BrokerRSSMB: sum.BrokerRSSMB,
 		BrokerSampled: sum.BrokerSampled, LinkProxyCPU: sum.LinkProxyCPU / f,
+		OtherCPU: sum.OtherCPU / f, CPUSteal: sum.CPUSteal / f, Cores: sum.Cores,
 	}
 }

@@ -101,6 +101,15 @@ func PrintSummary(out io.Writer, r *Run) {
 		fmt.Fprintf(out, "   RUN FAILED: %s\n", v.Reason)
 	case LoadGeneratorBound:
 		fmt.Fprintf(out, "   LOAD-GENERATOR-BOUND: %s\n", v.Reason)
+	case Disturbed:
+		fmt.Fprintf(out, "   DISTURBED: %s\n", v.Reason)
+	case ConsumerBound:
+		fmt.Fprintf(out, "   CONSUMER-BOUND: %s\n", v.Reason)
+	}
+	for _, o := range r.Measured.Outages {
+		if o.Seconds >= 1 {
+			fmt.Fprintf(out, "   outage: no acknowledgement for %.1f s from %.1f s, %d messages in flight\n", o.Seconds, o.AtSeconds, o.InFlight)
+		}
 	}
 	if mr := r.MaxRate; mr != nil {
 		fmt.Fprintf(out, "   max-rate search (%s), ceiling %.0f msg/s:\n", strings.Join(mr.SLO, ", "), mr.Ceiling)

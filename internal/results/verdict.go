@@ -32,6 +32,13 @@ const (
 	// could not keep its schedule; the run says nothing about the broker's
 	// limit.
 	LoadGeneratorBound
+	// Disturbed: processes other than brokerbench and the broker took so
+	// much of the machine (see Disturbance) that the figures describe a
+	// shared machine, not the broker.
+	Disturbed
+	// ConsumerBound: the consumers fell behind through the measurement;
+	// end-to-end latency measures a growing queue.
+	ConsumerBound
 )
 
 // Verdict is what a run's results say about the run as a whole.
@@ -44,10 +51,12 @@ type Verdict struct {
 // Judge returns the verdict of r. Checks run in order of precedence: an
 // interrupted run is partial whatever else holds; a run that acknowledged
 // nothing, or failed more than MaxFailedShare of its sends, failed; then
-// lost messages, a broker count that differs, a target missed because of
-// the load generator, a target missed. A run with faults measures their
-// cost: failed sends and a missed target are findings, and only nothing
-// acknowledged, lost messages or a broker count that differs fail it.
+// lost messages, a broker count that differs, a max-rate search that found
+// nothing, a machine disturbed by other processes, a target missed because
+// of the load generator, a target missed, consumers that fell behind. A
+// run with faults measures their cost: failed sends and a missed target
+// are findings, and only nothing acknowledged, lost messages, a broker
+// count that differs or a disturbed machine fail it.
 func Judge(r *Run) Verdict {
 	c := r.Counts
 	switch {
@@ -64,8 +73,16 @@ func Judge(r *Run) Verdict {
 		return Verdict{AccountingMismatch, fmt.Sprintf("%d acknowledged messages were never delivered", c.Lost)}
 	case !c.StoredExplained():
 		return Verdict{AccountingMismatch, fmt.Sprintf("the broker stores %d messages but %d were acknowledged", *c.StoredByBroker, c.Acked)}
+	case r.MaxRate != nil && r.MaxRate.NotMeasurable != "":
+		return Verdict{Disturbed, "max-rate search not measurable: " + r.MaxRate.NotMeasurable}
 	case r.MaxRate != nil && r.MaxRate.Rate == 0:
 		return Verdict{TargetNotHeld, "no rate of the search was sustained; see the steps in the results"}
+	case disturbed(r):
+		reason := DisturbanceText(r.Measured.System) + " during the measurement; the figures describe a shared machine, not the broker"
+		if t := r.Target; t != nil && !t.Held {
+			reason += " (target rate not held: " + t.Reason + ")"
+		}
+		return Verdict{Disturbed, reason}
 	case len(r.Faults) > 0:
 		// A run with faults measures what they cost: a missed rate and
 		// failed sends are its findings, not its failure.
@@ -74,9 +91,26 @@ func Judge(r *Run) Verdict {
 		return Verdict{LoadGeneratorBound, "the load generator was the bottleneck, not the broker: " + r.Target.Limit +
 			"; the figures describe this machine's limit (use fewer clients, more producers, or a second machine)"}
 	case r.Target != nil && !r.Target.Held:
-		return Verdict{TargetNotHeld, "target rate not held: " + r.Target.Reason}
+		return Verdict{TargetNotHeld, "target rate not held: " + r.Target.Reason + limitText(r.Target)}
+	case r.Measured.ConsumersBehind != "":
+		return Verdict{ConsumerBound, r.Measured.ConsumersBehind}
 	}
 	return Verdict{OK, ""}
+}
+
+// disturbed reports whether other processes disturbed r's measurement. A
+// max-rate search judges each step on its own.
+func disturbed(r *Run) bool {
+	_, d := Disturbance(r.Measured.System)
+	return d && r.MaxRate == nil
+}
+
+// limitText names what limited a missed target, when it is known.
+func limitText(t *Target) string {
+	if t.Limit == "" {
+		return ""
+	}
+	return "; limited by " + t.Limit
 }
 
 // FailureKinds formats the failures by kind as ": kind=n, kind=n", sorted,

@@ -38,6 +38,23 @@ func TestJudge(t *testing.T) {
 		{"faults: lost", Run{Counts: Counts{Sent: 100, Acked: 100, Lost: 3}, Faults: []FaultEvent{{Action: "kill leader"}}}, AccountingMismatch, "3 acknowledged"},
 		{"faults: nothing acked", Run{Counts: Counts{Sent: 100, Failed: 100}, Faults: []FaultEvent{{Action: "kill leader"}}}, Failed, "no message"},
 		{"search found nothing", Run{Counts: Counts{Sent: 10, Acked: 10}, MaxRate: &MaxRateSearch{}}, TargetNotHeld, "no rate"},
+		// Other processes took 1.4 of 2 cores: the machine was disturbed,
+		// whether or not the target held, and the load generator is not
+		// blamed.
+		{"disturbed", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{OtherCPU: 140, Cores: 2}}, Target: &Target{Held: false, Reason: "late", LoadGeneratorBound: true}}, Disturbed, "other processes used 1.4 of 2 cores during the measurement; the figures describe a shared machine, not the broker (target rate not held: late)"},
+		{"disturbed, target held", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{OtherCPU: 60, Cores: 2}}, Target: &Target{Held: true}}, Disturbed, "0.6 of 2 cores"},
+		// Steal counts as the others': 30% of 2 cores is 0.6 of a core.
+		{"stolen", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{CPUSteal: 30, Cores: 2}}}, Disturbed, "stolen by its hypervisor"},
+		// A quiet machine's kernel and daemons do not disturb it.
+		{"quiet", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{OtherCPU: 15, Cores: 2}}}, OK, ""},
+		// A quarter of 16 cores: 3 cores of others disturb less than 4.
+		{"big machine", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{OtherCPU: 300, Cores: 16}}}, OK, ""},
+		// Lost messages outrank a disturbed machine.
+		{"lost beats disturbed", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 1}, Measured: Aggregate{System: &System{OtherCPU: 140, Cores: 2}}}, AccountingMismatch, "1 acknowledged"},
+		{"search not measurable", Run{Counts: Counts{Sent: 10, Acked: 10}, MaxRate: &MaxRateSearch{NotMeasurable: "machine disturbed"}}, Disturbed, "not measurable: machine disturbed"},
+		{"consumers behind", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{ConsumersBehind: "the consumers fell behind"}}, ConsumerBound, "fell behind"},
+		// A missed target names its limit.
+		{"target missed, limit", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, Reason: "late", Limit: "the broker: an outage"}}, TargetNotHeld, "late; limited by the broker: an outage"},
 		// A failed run is reported as failed even if its target was missed.
 		{"failed beats target", Run{Counts: Counts{Sent: 10, Failed: 10}, Target: &Target{Held: false}}, Failed, "no message"},
 	}

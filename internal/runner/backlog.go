@@ -42,7 +42,7 @@ func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan s
 
 	r.logf("backlog test: %d messages per subscription; resuming consumers", bt.PeakMessages)
 	c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
-	r.startFaults(ctx, c)
+	r.startMeasuring(ctx, c)
 	for _, p := range r.pausers {
 		p.Resume()
 	}

@@ -147,7 +147,9 @@ func (c *collector) sampleDue(phase results.Phase, due int64) {
 // the last sample, so a run ends on an interval boundary without adding an
 // empty one.
 func (c *collector) samplePending(phase results.Phase) {
-	if c.r.totals() != c.last {
+	t := c.r.totals()
+	t.waitedForBroker = c.last.waitedForBroker // time passing is not news
+	if t != c.last {
 		c.sample(phase)
 	}
 }

@@ -9,19 +9,23 @@ import (
 )
 
 // outageWatch is how often the outage watcher looks at the producers'
-// latest acknowledgements, and minOutage the shortest stretch without any
-// that it records.
+// acknowledgement counts, and minOutage the shortest stretch without any
+// acknowledgement that it records.
 const (
 	outageWatch = 10 * time.Millisecond
 	minOutage   = 100 * time.Millisecond
 )
 
 // outage is a stretch, in clock nanoseconds, in which no producer received
-// an acknowledgement while messages were in flight.
-type outage struct{ from, to int64 }
+// an acknowledgement while messages were in flight; inFlight is how many
+// were when it was last seen under way.
+type outage struct {
+	from, to int64
+	inFlight int64
+}
 
-// outages records the stretches without acknowledgements during a run with
-// faults, to the resolution of outageWatch.
+// outages records the stretches without acknowledgements from the start
+// of the measurement, to the resolution of outageWatch.
 type outages struct {
 	mu   sync.Mutex
 	list []outage
@@ -38,6 +42,9 @@ func (r *run) watchOutages(ctx context.Context) *outages {
 		tick := time.NewTicker(outageWatch)
 		defer tick.Stop()
 		var open *outage
+		// last is the clock time at which the acknowledgement count was
+		// last seen to change, lastAcked that count.
+		var last, lastAcked int64
 		for {
 			select {
 			case <-ctx.Done():
@@ -47,17 +54,21 @@ func (r *run) watchOutages(ctx context.Context) *outages {
 				return
 			case <-tick.C:
 			}
-			now, last, waiting := clock.Now(), int64(0), false
+			now, acked, inFlight := clock.Now(), int64(0), int64(0)
 			for _, p := range r.producers {
-				last = max(last, p.stats.lastAck.Load())
-				waiting = waiting || p.stats.sent.Load() > p.stats.acked.Load()+p.stats.failed.Load()
+				a := p.stats.acked.Load()
+				acked += a
+				inFlight += max(0, p.stats.sent.Load()-a-p.stats.failed.Load())
+			}
+			if acked != lastAcked || last == 0 {
+				lastAcked, last = acked, now
 			}
 			switch {
-			case waiting && last > 0 && now-last >= int64(minOutage):
+			case inFlight > 0 && now-last >= int64(minOutage):
 				if open == nil {
 					open = &outage{from: last}
 				}
-				open.to = now
+				open.to, open.inFlight = now, inFlight
 			case open != nil:
 				open.to = max(open.to, last)
 				o.add(*open)

@@ -24,12 +24,15 @@ type producerStats struct {
 	// sendBlocked estimates the time the producer spent in the driver's
 	// Send waiting for the client to take a message (its buffer full), in
 	// nanoseconds.
-	sendBlocked   atomic.Int64
-	_             [48]byte
-	acked, failed atomic.Int64
-	// lastAck is the clock time of the latest acknowledgement.
-	lastAck atomic.Int64
-	_       [40]byte
+	sendBlocked atomic.Int64
+	// sendingSince is the clock time at which a timed Send began, while
+	// it is under way (0 otherwise), so that a Send blocked to the end of
+	// an interval counts in that interval; sendLongest is the longest
+	// timed Send, in nanoseconds.
+	sendingSince, sendLongest atomic.Int64
+	_                         [32]byte
+	acked, failed             atomic.Int64
+	_                         [48]byte
 
 	// acks records two lanes per acknowledgement: the publish latency,
 	// from the intended send time (lane 0), and the service time, from the
@@ -64,9 +67,6 @@ type producerWorker struct {
 	free   *slotPool
 	stock  []int // free slots taken from free, used before taking more
 	record bool  // record latencies (see Config.NoLatencyRecording)
-	// trackAcks keeps stats.lastAck, for the outage watcher of runs with
-	// faults; an atomic store per acknowledgement costs about 5 ns.
-	trackAcks bool
 	prod      driver.Producer
 	// unpublished counts sends not yet added to stats.sent: the producer
 	// publishes its count in batches, because an atomic add per message
@@ -109,9 +109,6 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 	now := clock.Now()
 	if err == nil {
 		w.stats.acked.Add(1)
-		if w.trackAcks {
-			w.stats.lastAck.Store(now)
-		}
 		if w.record {
 			w.stats.acks.RecordPair(now-st.intent, now-m.Time)
 		}
@@ -180,6 +177,9 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 			w.publishSent()
 			timed = true
 		}
+		if timed {
+			w.stats.sendingSince.Store(now)
+		}
 		w.prod.Send(sendCtx, m)
 		if timed {
 			w.noteSendTime(now)
@@ -197,9 +197,34 @@ const blockedSend = 50 * time.Microsecond
 // acknowledgement frees room, so the timed send stands for its
 // publishEvery neighbours.
 func (w *producerWorker) noteSendTime(from int64) {
+	w.stats.sendingSince.Store(0)
 	if d := clock.Now() - from; d > int64(blockedSend) {
 		w.stats.sendBlocked.Add(d * publishEvery)
+		if d > w.stats.sendLongest.Load() {
+			w.stats.sendLongest.Store(d)
+		}
 	}
+}
+
+// waitedForBroker returns the producer's time spent waiting on the broker
+// until now (clock ns), in nanoseconds: for a free in-flight slot, or in
+// a Send for the client to take a message, waits under way included.
+func (w *producerWorker) waitedForBroker(now int64) int64 {
+	t := w.free.blockedUntil(now) + w.stats.sendBlocked.Load()
+	if from := w.stats.sendingSince.Load(); from > 0 && now-from > int64(blockedSend) {
+		t += (now - from) * publishEvery
+	}
+	return t
+}
+
+// longestWait returns the producer's longest single wait on the broker
+// until now, in nanoseconds, a wait under way included.
+func (w *producerWorker) longestWait(now int64) int64 {
+	longest := max(w.free.longestUntil(now), w.stats.sendLongest.Load())
+	if from := w.stats.sendingSince.Load(); from > 0 {
+		longest = max(longest, now-from)
+	}
+	return longest
 }
 
 // publishSent adds the sends counted since the last call to stats.sent.

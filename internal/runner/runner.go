@@ -45,7 +45,9 @@ type Config struct {
 	MaxInFlightBytes int
 	// MaxSendLag is the highest send lag p99 (actual minus intended send
 	// time, measurement phase) with which a fixed-rate run still counts as
-	// holding its target (default 10 ms; negative disables the check).
+	// holding its target; negative disables the check. Zero means the
+	// default, DefaultSendLag beyond the p99 of this machine's scheduling
+	// delay in the measurement (see TargetSpec).
 	MaxSendLag time.Duration
 	// BacklogTimeout bounds each of the backlog build and drain phases of a
 	// backlog test (default 10 min).
@@ -184,11 +186,15 @@ type run struct {
 	sentAll bool
 	closers []func()
 	logf    func(string, ...any)
-	// schedule runs cfg.Faults once the measurement has begun, and
-	// outages records the stretches without acknowledgements meanwhile.
-	schedule *faults.Schedule
-	outages  *outages
-	origin   int64
+	// schedule runs cfg.Faults once the measurement has begun; outages
+	// records the stretches without acknowledgements from then on, and
+	// probe how late timers fire. outageList is what outages recorded,
+	// once the run is over.
+	schedule   *faults.Schedule
+	outages    *outages
+	outageList []outage
+	probe      *schedProbe
+	origin     int64
 	// leadersBefore receives the partitions' leaders at the start of
 	// the measurement, for runs with faults on drivers that know them.
 	leadersBefore chan map[string]map[int]int
@@ -219,12 +225,21 @@ func (r *run) leaders(ctx context.Context) map[string]map[int]int {
 	return all
 }
 
-// startFaults starts the fault schedule at the start of the measurement.
-func (r *run) startFaults(ctx context.Context, c *collector) {
+// startMeasuring starts what watches the measurement from its start: the
+// outage watcher, the scheduling probe and the fault schedule. The
+// producers' longest waits count from here, not from the warmup.
+func (r *run) startMeasuring(ctx context.Context, c *collector) {
+	if r.outages == nil {
+		r.outages, r.origin = r.watchOutages(r.cfg.Abandon), c.origin
+		r.probe = startSchedProbe(r.cfg.Abandon)
+		for _, p := range r.producers {
+			p.free.longest.Store(0)
+			p.stats.sendLongest.Store(0)
+		}
+	}
 	if len(r.cfg.Faults) > 0 && r.schedule == nil {
 		r.logf("fault schedule: %d fault(s) from the start of the measurement", len(r.cfg.Faults))
 		r.schedule = faults.Start(ctx, r.cfg.Faults, r.topics, c.origin, c.measureFrom)
-		r.outages, r.origin = r.watchOutages(r.cfg.Abandon), c.origin
 		r.leadersBefore = make(chan map[string]map[int]int, 1)
 		go func() { r.leadersBefore <- r.leaders(r.cfg.Abandon) }()
 	}
@@ -237,10 +252,7 @@ func (r *run) recoverFaults() {
 	if len(r.res.Faults) == 0 {
 		return
 	}
-	var list []outage
-	if r.outages != nil {
-		list = r.outages.end()
-	}
+	list := r.outageList
 	if r.leadersBefore != nil {
 		if before, after := <-r.leadersBefore, r.leaders(r.cfg.Abandon); before != nil && after != nil {
 			moved := 0
@@ -293,9 +305,6 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.BacklogTimeout <= 0 {
 		cfg.BacklogTimeout = 10 * time.Minute
-	}
-	if cfg.MaxSendLag == 0 {
-		cfg.MaxSendLag = 10 * time.Millisecond
 	}
 	if cfg.MaxInFlightBytes <= 0 {
 		cfg.MaxInFlightBytes = 32 << 20
@@ -582,7 +591,7 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 			}
 		}
 		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
-		pw.record, pw.trackAcks = !r.cfg.NoLatencyRecording, len(r.cfg.Faults) > 0
+		pw.record = !r.cfg.NoLatencyRecording
 		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {
 			return fmt.Errorf("producer %d: %w", i, err)
@@ -634,11 +643,12 @@ type totals struct {
 
 func (r *run) totals() totals {
 	var t totals
+	now := clock.Now()
 	for _, p := range r.producers {
 		t.sent += p.stats.sent.Load()
 		t.acked += p.stats.acked.Load()
 		t.failed += p.stats.failed.Load()
-		t.waitedForBroker += p.free.blocked.Load() + p.stats.sendBlocked.Load()
+		t.waitedForBroker += p.waitedForBroker(now)
 	}
 	for _, c := range r.consumers {
 		t.consumed += c.consumed.Load()
@@ -789,7 +799,7 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 	r.logf("producing: warmup %s, measurement %s", w.Warmup, w.Duration)
 	c.measureFrom, c.measuring = c.origin, w.Warmup == 0
 	if c.measuring {
-		r.startFaults(ctx, c)
+		r.startMeasuring(ctx, c)
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -827,7 +837,7 @@ func (r *run) timedPhases(ctx context.Context, c *collector, finished <-chan str
 			// began it, even if that sample came late, and its intervals
 			// count from there.
 			end, next = c.lastAt+int64(w.Duration), c.lastAt
-			r.startFaults(ctx, c)
+			r.startMeasuring(ctx, c)
 		}
 		if producersDone && !c.measuring {
 			c.measureWarmup()
@@ -934,10 +944,15 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if r.res.Histograms, err = agg.encode(); err != nil {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
+	r.watched(m, c.measureTo)
 	r.count()
 	r.recoverFaults()
+	m.BacklogGrowth = BacklogGrowth(r.res.Intervals)
+	if r.res.Backlog == nil && len(r.subs) > 0 && len(r.producers) > 0 {
+		m.ConsumersBehind = ConsumersBehind(m, r.res.Intervals, r.w.SubscriptionsPerTopic)
+	}
 	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
-		r.res.Target = JudgeTarget(m, rate, r.cfg.MaxSendLag, r.cfg.Interval, r.sentAll)
+		r.res.Target = JudgeTarget(m, TargetSpec{Rate: rate, MaxSendLag: r.cfg.MaxSendLag, Interval: r.cfg.Interval, SentAll: r.sentAll})
 	}
 }
 
@@ -986,76 +1001,6 @@ func (r *run) count() {
 			}
 		}
 	}
-}
-
-// JudgeTarget states whether the measured aggregate m held a target rate
-// with send lag p99 within maxLag, and when it did not, what limited it:
-// the broker (sends failed, or the producers waited on it), or the load
-// generator itself
-// (it could not get the CPU it needed, or its producers were held back by
-// nothing but their own speed). A run that sent its whole message limit
-// (sentAll) is measured to its last acknowledgement, so its rate includes
-// that tail: its schedule is judged by the send lag alone.
-func JudgeTarget(m *results.Aggregate, rate float64, maxLag, interval time.Duration, sentAll bool) *results.Target {
-	tg := &results.Target{Rate: rate, AchievedRate: m.PublishRate, Held: true}
-	if math.IsNaN(m.PublishRate) || m.DurationSeconds == 0 {
-		tg.Held, tg.Reason = false, "no measurement interval completed"
-		return tg
-	}
-	lagLimit := float64(maxLag) / 1e6
-	// Every condition that failed is named: a run can both fall short of
-	// the rate and send late, and the reader needs to know both.
-	var reasons []string
-	if m.PublishRate < 0.99*rate && !sentAll {
-		reasons = append(reasons, fmt.Sprintf("achieved %.0f msg/s, below 99%% of the %.0f msg/s target", m.PublishRate, rate))
-		tg.ThroughputBound = true
-	}
-	if lagLimit > 0 && m.SendLag.P99 > lagLimit {
-		reasons = append(reasons, fmt.Sprintf("send lag p99 %.3f ms exceeds %.3f ms: messages left later than scheduled", m.SendLag.P99, lagLimit))
-	}
-	if len(reasons) == 0 {
-		return tg
-	}
-	tg.Held, tg.Reason = false, strings.Join(reasons, "; ")
-	starved := cpuStarved(m, interval)
-	failedShare := 0.0
-	if m.Sent > 0 {
-		failedShare = float64(m.Failed) / float64(m.Sent)
-	}
-	switch {
-	case failedShare >= 0.01:
-		// Sends that fail at once (a broker down, connections refused)
-		// leave the producers never waiting: the broker still set the
-		// pace.
-		tg.Limit = fmt.Sprintf("the broker: %.1f%% of sends failed (see the failures by kind)", 100*failedShare)
-	case m.BrokerWaitShare >= 0.5 && starved != "":
-		tg.Limit = fmt.Sprintf("the broker, which shared a saturated machine with the load generator: producers waited on it %.0f%% of the time, and %s", 100*m.BrokerWaitShare, starved)
-	case m.BrokerWaitShare >= 0.5:
-		tg.Limit = fmt.Sprintf("the broker: producers waited on it %.0f%% of the time (in-flight window or client buffer full)", 100*m.BrokerWaitShare)
-	case starved != "":
-		tg.Limit, tg.LoadGeneratorBound = "the load generator's CPU: "+starved, true
-	default:
-		tg.Limit, tg.LoadGeneratorBound = fmt.Sprintf("the load generator: its producers waited on the broker only %.0f%% of the time, so they could not send faster themselves (each producer sends from one goroutine: add producers)", 100*m.BrokerWaitShare), true
-	}
-	return tg
-}
-
-// cpuStarved says, in words, how the measurement shows that the load
-// generator lacked CPU: samples taken late, or the machine's CPU saturated;
-// "" when it shows neither.
-func cpuStarved(m *results.Aggregate, interval time.Duration) string {
-	var signs []string
-	if limit := max(100, float64(interval/time.Millisecond)/10); m.SampleDelayMaxMs > limit {
-		signs = append(signs, fmt.Sprintf("brokerbench's sampler ran up to %.0f ms late", m.SampleDelayMaxMs))
-	}
-	if s := m.System; s != nil && s.CPUIdle < 5 {
-		use := fmt.Sprintf("brokerbench used %.0f%% of a core", s.ClientCPU)
-		if s.BrokerSampled {
-			use += fmt.Sprintf(", the broker %.0f%%", s.BrokerCPU)
-		}
-		signs = append(signs, fmt.Sprintf("the machine's CPU was saturated (%.1f%% idle; %s)", s.CPUIdle, use))
-	}
-	return strings.Join(signs, "; ")
 }
 
 func traffic(h summaries, failed int64, secs float64, messageSize int) results.Traffic {

@@ -19,8 +19,10 @@ type slotPool struct {
 	waiting bool  // the producer is blocked in take
 	wake    chan struct{}
 	// blocked is the time take spent waiting for a slot, in nanoseconds:
-	// the time the in-flight window was full.
-	blocked atomic.Int64
+	// the time the in-flight window was full. waitingFrom is the clock
+	// time at which the wait under way began (0 when take is not
+	// waiting), longest the longest finished wait.
+	blocked, waitingFrom, longest atomic.Int64
 }
 
 func newSlotPool(n int) *slotPool {
@@ -60,14 +62,46 @@ func (p *slotPool) take(ctx context.Context, stock []int) ([]int, bool) {
 		p.waiting = true
 		p.mu.Unlock()
 		from := clock.Now()
+		p.waitingFrom.Store(from)
 		select {
 		case <-p.wake:
-			p.blocked.Add(clock.Now() - from)
+			p.endWait(from)
 		case <-ctx.Done():
-			p.blocked.Add(clock.Now() - from)
+			p.endWait(from)
 			return stock, false
 		}
 	}
+}
+
+// endWait adds the wait that began at from to the blocked time.
+func (p *slotPool) endWait(from int64) {
+	d := clock.Now() - from
+	p.blocked.Add(d)
+	p.waitingFrom.Store(0)
+	if d > p.longest.Load() {
+		p.longest.Store(d)
+	}
+}
+
+// blockedUntil returns the time spent waiting for a slot until now (clock
+// ns), a wait under way included: an in-flight window full to the end of
+// an interval counts in that interval. Safe for concurrent use.
+func (p *slotPool) blockedUntil(now int64) int64 {
+	b := p.blocked.Load()
+	if from := p.waitingFrom.Load(); from > 0 && now > from {
+		b += now - from
+	}
+	return b
+}
+
+// longestUntil returns the longest wait for a slot until now, a wait
+// under way included. Safe for concurrent use.
+func (p *slotPool) longestUntil(now int64) int64 {
+	l := p.longest.Load()
+	if from := p.waitingFrom.Load(); from > 0 && now > from {
+		l = max(l, now-from)
+	}
+	return l
 }
 
 // markFree sets free[slot] for every slot in the free list.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/kafka"
-	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -356,51 +355,6 @@ func TestBacklogBuildAndDrain(t *testing.T) {
 	}
 	if strings.Join(phases, ",") != "backlog-build,backlog-drain,drain" {
 		t.Errorf("phases %v", phases)
-	}
-}
-
-// TestJudgeTargetNamesTheLimit: a missed target names what limited it, and
-// only the load generator's own limits make the run load-generator-bound.
-func TestJudgeTargetNamesTheLimit(t *testing.T) {
-	idle := func(pct float64) *results.System {
-		return &results.System{CPUIdle: pct, ClientCPU: 150, BrokerCPU: 40, BrokerSampled: true}
-	}
-	agg := func(rate float64, a results.Aggregate) results.Aggregate { a.PublishRate = rate; return a }
-	lagged := func(a results.Aggregate, p99 float64) results.Aggregate {
-		a.SendLag = metrics.Latency{P99: p99}
-		return a
-	}
-	cases := []struct {
-		name    string
-		m       results.Aggregate
-		held    bool
-		lgBound bool
-		limit   string // in Limit
-	}{
-		{"held", agg(1000, results.Aggregate{System: idle(50)}), true, false, ""},
-		{"broker", agg(500, results.Aggregate{BrokerWaitShare: 0.9, System: idle(50)}), false, false, "the broker: producers waited on it 90%"},
-		{"broker on a saturated machine", agg(500, results.Aggregate{BrokerWaitShare: 0.9, System: idle(1)}), false, false, "shared a saturated machine"},
-		{"cpu saturated", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(1)}), false, true, "CPU was saturated (1.0% idle; brokerbench used 150% of a core, the broker 40%)"},
-		{"late samples", agg(500, results.Aggregate{BrokerWaitShare: 0.1, SampleDelayMaxMs: 900, System: idle(30)}), false, true, "sampler ran up to 900 ms late"},
-		{"slow producers", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(60)}), false, true, "add producers"},
-		// A broker that refuses connections fails sends at once: the
-		// producers never wait, and the broker is still the limit.
-		{"failing sends", agg(500, results.Aggregate{BrokerWaitShare: 0.01, System: idle(60), Traffic: results.Traffic{Sent: 10000, Failed: 4000}}), false, false, "the broker: 40.0% of sends failed"},
-		{"a few failed sends", agg(500, results.Aggregate{BrokerWaitShare: 0.1, System: idle(60), Traffic: results.Traffic{Sent: 10000, Failed: 10}}), false, true, "add producers"},
-		// Rate held but sends were late on a saturated machine.
-		{"late sends", lagged(agg(1000, results.Aggregate{System: idle(2)}), 50), false, true, "saturated"},
-		// A late sample within a tenth of the interval is scheduling noise.
-		{"small delay", agg(500, results.Aggregate{BrokerWaitShare: 0.9, SampleDelayMaxMs: 90, System: idle(50)}), false, false, "the broker:"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := tc.m
-			m.DurationSeconds = 10
-			tg := JudgeTarget(&m, 1000, 10*time.Millisecond, time.Second, false)
-			if tg.Held != tc.held || tg.LoadGeneratorBound != tc.lgBound || !strings.Contains(tg.Limit, tc.limit) {
-				t.Errorf("JudgeTarget = %+v, want held %v, load-generator-bound %v, limit with %q", tg, tc.held, tc.lgBound, tc.limit)
-			}
-		})
 	}
 }
 

@@ -50,12 +50,16 @@ func New(brokers []Node) *Sampler {
 type snapshot struct {
 	at                   time.Time
 	user, system, iowait uint64 // all cores, clock ticks
-	idle, total          uint64
+	idle, steal, total   uint64
+	cores                int    // CPUs listed in /proc/stat
 	diskRead, diskWrite  uint64 // bytes
 	netRx, netTx         uint64 // bytes
 	clientCPU, clientRSS uint64 // clock ticks, bytes
 	clientOK, ok         bool
 	nodes                []procReading // one per Sampler.brokers
+	// helpers are the client's child processes running the client's own
+	// executable (worker processes it started): CPU ticks by PID.
+	helpers map[int]uint64
 }
 
 // procReading is one process's CPU time (clock ticks) and resident memory.
@@ -95,6 +99,7 @@ func (s *Sampler) Sample() *results.System {
 		CPUIowait: pct(cur.iowait, prev.iowait), CPUIdle: pct(cur.idle, prev.idle),
 		DiskReadMBps: rate(cur.diskRead, prev.diskRead), DiskWriteMBps: rate(cur.diskWrite, prev.diskWrite),
 		NetRxMBps: rate(cur.netRx, prev.netRx), NetTxMBps: rate(cur.netTx, prev.netTx),
+		Cores: cur.cores, CPUSteal: pct(cur.steal, prev.steal),
 	}
 	procCPU := func(a, b uint64) float64 {
 		if a < b {
@@ -104,6 +109,11 @@ func (s *Sampler) Sample() *results.System {
 	}
 	if cur.clientOK && prev.clientOK {
 		sys.ClientCPU, sys.ClientRSSMB = procCPU(cur.clientCPU, prev.clientCPU), float64(cur.clientRSS)/(1<<20)
+		// Worker processes the client started are the load generator
+		// too; one started since the last sample counts from its start.
+		for pid, ticks := range cur.helpers {
+			sys.ClientCPU += procCPU(ticks, prev.helpers[pid])
+		}
 	}
 	for i, n := range s.brokers {
 		c, p := cur.nodes[i], prev.nodes[i]
@@ -120,6 +130,15 @@ func (s *Sampler) Sample() *results.System {
 		sys.BrokerRSSMB += ns.RSSMB
 		sys.BrokerSampled = true
 	}
+	// What the machine's CPUs did beyond idling, waiting for I/O and being
+	// taken by the hypervisor, minus what the sampled processes account
+	// for, is the work of every other process (and of the kernel on no
+	// process's behalf).
+	busy := float64(0)
+	if b, pb := cur.total-cur.idle-cur.iowait-cur.steal, prev.total-prev.idle-prev.iowait-prev.steal; b > pb {
+		busy = float64(b-pb) / clockTicks / secs * 100
+	}
+	sys.OtherCPU = max(0, busy-sys.ClientCPU-sys.BrokerCPU-sys.LinkProxyCPU)
 	return sys
 }
 
@@ -129,6 +148,7 @@ func (s *Sampler) read() *snapshot {
 	s.readDisks(sn)
 	s.readNet(sn)
 	sn.clientCPU, sn.clientRSS, sn.clientOK = s.readProc(s.clientPID)
+	sn.helpers = s.readHelpers()
 	for _, n := range s.brokers {
 		var r procReading
 		r.cpu, r.rss, r.ok = s.readProc(n.PID)
@@ -143,7 +163,13 @@ func (s *Sampler) readCPU(sn *snapshot) error {
 	if err != nil {
 		return err
 	}
-	line, _, _ := bytes.Cut(data, []byte("\n"))
+	line, rest, _ := bytes.Cut(data, []byte("\n"))
+	sn.cores = 0
+	for _, l := range bytes.Split(rest, []byte("\n")) {
+		if len(l) > 3 && bytes.HasPrefix(l, []byte("cpu")) && l[3] >= '0' && l[3] <= '9' {
+			sn.cores++
+		}
+	}
 	f := strings.Fields(string(line))
 	if len(f) < 6 || f[0] != "cpu" {
 		return os.ErrInvalid
@@ -154,7 +180,7 @@ func (s *Sampler) readCPU(sn *snapshot) error {
 	}
 	// user nice system idle iowait irq softirq steal guest guest_nice;
 	// guest time is already counted in user.
-	sn.user, sn.system, sn.idle, sn.iowait = v[0]+v[1], v[2]+v[5]+v[6], v[3], v[4]
+	sn.user, sn.system, sn.idle, sn.iowait, sn.steal = v[0]+v[1], v[2]+v[5]+v[6], v[3], v[4], v[7]
 	sn.total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
 	return nil
 }
@@ -212,22 +238,61 @@ func (s *Sampler) readNet(sn *snapshot) {
 	}
 }
 
+// readHelpers returns the CPU ticks of the client's child processes that
+// run the client's own executable: the worker processes of a run spread
+// over local workers, which are brokerbench as much as the client is.
+func (s *Sampler) readHelpers() map[int]uint64 {
+	self, err := os.Readlink(filepath.Join(s.procRoot, strconv.Itoa(s.clientPID), "exe"))
+	if err != nil {
+		return nil
+	}
+	entries, err := os.ReadDir(s.procRoot)
+	if err != nil {
+		return nil
+	}
+	var out map[int]uint64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == s.clientPID {
+			continue
+		}
+		f, ok := s.statFields(pid)
+		if !ok || len(f) < 22 || f[1] != strconv.Itoa(s.clientPID) {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join(s.procRoot, e.Name(), "exe")); err != nil || exe != self {
+			continue
+		}
+		utime, _ := strconv.ParseUint(f[11], 10, 64)
+		stime, _ := strconv.ParseUint(f[12], 10, 64)
+		if out == nil {
+			out = map[int]uint64{}
+		}
+		out[pid] = utime + stime
+	}
+	return out
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name
+// (which is in parentheses and may hold spaces): state is [0], the parent
+// PID [1], utime [11], stime [12], rss in pages [21].
+func (s *Sampler) statFields(pid int) ([]string, bool) {
+	stat, err := os.ReadFile(filepath.Join(s.procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(string(stat[i+1:])), true
+}
+
 // readProc returns a process's CPU time (user + system, clock ticks) and
 // resident memory.
 func (s *Sampler) readProc(pid int) (cpu, rss uint64, ok bool) {
-	dir := filepath.Join(s.procRoot, strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return 0, 0, false
-	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: state is field 3, utime 14, stime 15, rss (pages) 24.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 22 {
+	f, ok := s.statFields(pid)
+	if !ok || len(f) < 22 {
 		return 0, 0, false
 	}
 	utime, _ := strconv.ParseUint(f[11], 10, 64)

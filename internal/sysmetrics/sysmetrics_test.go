@@ -92,3 +92,72 @@ func TestSampleThisProcess(t *testing.T) {
 		t.Errorf("CPU shares sum to %.1f%%", sum)
 	}
 }
+
+// TestOtherProcessesAndSteal: the machine's busy time not accounted for by
+// brokerbench (its own process and the worker processes it started, which
+// run its executable), the broker nodes and the link proxy is other
+// processes' work; steal is kept apart; a child running another program is
+// not brokerbench's.
+func TestOtherProcessesAndSteal(t *testing.T) {
+	root := t.TempDir()
+	proc := filepath.Join(root, "proc")
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(proc, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(pid, target string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(proc, pid, "exe")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat := func(pid, ppid int, ticks uint64) string {
+		return fmt.Sprintf("%d (x) S %d 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 100 1000 10 0 0\n", pid, ppid, ticks)
+	}
+	// user nice system idle iowait irq softirq steal
+	state := func(user, idle, steal, client, broker, worker, stranger uint64) {
+		write("stat", fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 %d 0 0\ncpu0 1\ncpu1 1\n", user, idle, steal))
+		write("42/stat", stat(42, 1, client))
+		write("43/stat", stat(43, 1, broker))
+		write("44/stat", stat(44, 42, worker))
+		write("45/stat", stat(45, 42, stranger))
+	}
+	link("42", "/opt/brokerbench")
+	link("44", "/opt/brokerbench") // a worker brokerbench started
+	link("45", "/usr/bin/sh")      // a child running something else
+	state(0, 0, 0, 0, 0, 0, 0)
+	s := &Sampler{procRoot: proc, sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 43}}}
+	s.last = s.read()
+	s.last.at = s.last.at.Add(-2 * time.Second)
+	// In 2 s on 2 cores (400 ticks): 320 busy, 60 idle, 20 stolen. The
+	// client used 150 ticks (75% of a core), its worker 40 (20%), the
+	// broker 100 (50%), the shell child 10: the others used 160% - 95% -
+	// 50% = 15% of a core, the shell child among them.
+	state(320, 60, 20, 150, 100, 40, 10)
+	got := s.Sample()
+	if got == nil {
+		t.Fatal("no sample")
+	}
+	near := func(name string, v, want float64) {
+		t.Helper()
+		if math.Abs(v-want) > 0.5 {
+			t.Errorf("%s = %.2f, want %.2f", name, v, want)
+		}
+	}
+	near("client CPU", got.ClientCPU, 95)
+	near("broker CPU", got.BrokerCPU, 50)
+	near("other CPU", got.OtherCPU, 15)
+	near("steal %", got.CPUSteal, 5)
+	if got.Cores != 2 {
+		t.Errorf("cores %d, want 2", got.Cores)
+	}
+}
