@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -80,7 +81,8 @@ func (d *Driver) apiCtx(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // BrokerVersion implements driver.Driver: the Kafka version guessed from the
-// brokers' supported API versions.
+// brokers' supported API versions, said to be a guess. The protocol tells
+// releases apart only by major and minor version (4.3, not 4.3.1).
 func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
 	ctx, cancel := d.apiCtx(ctx)
 	defer cancel()
@@ -88,16 +90,32 @@ func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", d.unreachable(err)
 	}
+	var guesses []string
+	vs.Each(func(v kadm.BrokerApiVersions) { guesses = append(guesses, v.VersionGuess()) })
+	return versionLabel(guesses), nil
+}
+
+// releaseV is the "v" before a release number.
+var releaseV = regexp.MustCompile(`\bv(\d)`)
+
+// versionLabel describes the brokers' version guesses (kversion's "v4.3",
+// "at least v4.1", ...): each distinct guess once, without the "v", and
+// where they come from.
+func versionLabel(guesses []string) string {
 	seen := map[string]bool{}
 	var out []string
-	vs.Each(func(v kadm.BrokerApiVersions) {
-		if g := v.VersionGuess(); !seen[g] {
+	for _, g := range guesses {
+		g = releaseV.ReplaceAllString(g, "$1")
+		if !seen[g] {
 			seen[g] = true
 			out = append(out, g)
 		}
-	})
+	}
 	sort.Strings(out)
-	return "Apache Kafka " + strings.Join(out, ", "), nil
+	if len(out) == 0 {
+		return "Apache Kafka (version unknown: no broker answered)"
+	}
+	return "Apache Kafka " + strings.Join(out, ", ") + " (guessed from API versions)"
 }
 
 func (d *Driver) unreachable(err error) error {
