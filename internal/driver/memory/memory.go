@@ -5,6 +5,10 @@
 // It lets runner tests run without a broker, and the conformance suite
 // (drivertest) checks it like any driver. It is not registered for
 // workloads: results measured on it would describe nothing.
+//
+// Its time is the time package's, so under testing/synctest a test sets
+// what the broker costs exactly: Delay adds a fixed one-way link latency,
+// Ceiling a limit on the messages per second the broker stores.
 package memory
 
 import (
@@ -12,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"sync"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -31,12 +37,32 @@ type Broker struct {
 	changed chan struct{}
 	// Unreachable makes every call fail, as a broker that does not answer.
 	Unreachable bool
+	// Delay is the one-way time between a client and the broker: a
+	// message is stored Delay after its Send, its acknowledgement reaches
+	// the producer Delay after it is stored, and consumers receive it
+	// Delay after it is stored. Publish and end-to-end latency are each
+	// 2*Delay more than without it. Set it before making clients.
+	Delay time.Duration
+	// Ceiling, if positive, is the most messages per second the broker
+	// stores, over all producers: a message beyond it waits its turn, and
+	// the ones behind it in its producer's queue with it. Set it before
+	// making clients.
+	Ceiling float64
+	// nextSlot is the earliest time the next message may be stored under
+	// Ceiling; guarded by mu.
+	nextSlot time.Time
 }
 
 type topic struct {
-	logs   [][][]byte // [partition] messages
-	next   int        // round-robin partition for messages without a key
+	logs   [][]entry // [partition] messages
+	next   int       // round-robin partition for messages without a key
 	groups map[string]*group
+}
+
+// entry is one stored message and when it was stored.
+type entry struct {
+	value []byte
+	at    time.Time
 }
 
 type group struct {
@@ -97,7 +123,7 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if _, ok := d.b.topics[spec.Name]; ok {
 		return fmt.Errorf("topic %q exists", spec.Name)
 	}
-	d.b.topics[spec.Name] = &topic{logs: make([][][]byte, spec.Partitions), groups: map[string]*group{}}
+	d.b.topics[spec.Name] = &topic{logs: make([][]entry, spec.Partitions), groups: map[string]*group{}}
 	return nil
 }
 
@@ -141,21 +167,36 @@ func (d *Driver) EffectiveConfig() map[string]workload.Properties { return nil }
 func (d *Driver) Close() {}
 
 // NewProducer implements driver.Driver: messages are appended by the
-// producer's own goroutine, which then acknowledges them, in order.
+// producer's own goroutine, in order, and acknowledged in that order by
+// another, each Broker.Delay after it was stored.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
 	if err := d.check(ctx); err != nil {
 		return nil, err
 	}
-	p := &producer{b: d.b, topic: spec.Topic, ack: ack, queue: make(chan *driver.Message, max(1, spec.MaxInFlight)), done: make(chan struct{})}
+	n := max(1, spec.MaxInFlight)
+	p := &producer{
+		b: d.b, topic: spec.Topic, ack: ack, queue: make(chan pending, n), acks: make(chan pending, n),
+		done: make(chan struct{}),
+	}
 	go p.run()
+	go p.acknowledge()
 	return p, nil
+}
+
+// pending is a message on its way: to the broker, due there at at, or
+// back to the producer with its outcome, due there at at.
+type pending struct {
+	m   *driver.Message
+	at  time.Time
+	err error
 }
 
 type producer struct {
 	b        *Broker
 	topic    string
 	ack      driver.AckFunc
-	queue    chan *driver.Message
+	queue    chan pending // to the broker
+	acks     chan pending // back to the producer
 	done     chan struct{}
 	mu       sync.Mutex
 	closed   bool
@@ -176,19 +217,60 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	p.inFlight.Add(1)
 	p.mu.Unlock()
 	select {
-	case p.queue <- m:
+	case p.queue <- pending{m: m, at: time.Now().Add(p.b.Delay)}:
 	case <-ctx.Done():
 		p.ack(m, ctx.Err())
 		p.inFlight.Done()
 	}
 }
 
+// run stores the queued messages, each when it reaches the broker and its
+// turn under the ceiling comes, and passes them on to be acknowledged.
 func (p *producer) run() {
+	defer close(p.acks)
+	for s := range p.queue {
+		sleepUntil(s.at)
+		sleepUntil(p.b.slot())
+		s.err = p.b.append(p.topic, s.m)
+		s.at = time.Now().Add(p.b.Delay)
+		p.acks <- s
+	}
+}
+
+// acknowledge acknowledges the stored messages, in order, each when its
+// acknowledgement reaches the producer.
+func (p *producer) acknowledge() {
 	defer close(p.done)
-	for m := range p.queue {
-		p.ack(m, p.b.append(p.topic, m))
+	for s := range p.acks {
+		sleepUntil(s.at)
+		p.ack(s.m, s.err)
 		p.inFlight.Done()
 	}
+}
+
+// sleepUntil returns at t, or at once if t has passed.
+func sleepUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// slot reserves the time at which the next message may be stored under
+// the ceiling: now, or one message's share of a second after the
+// previous reservation.
+func (b *Broker) slot() time.Time {
+	now := time.Now()
+	if b.Ceiling <= 0 {
+		return now
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at := b.nextSlot
+	if at.Before(now) {
+		at = now
+	}
+	b.nextSlot = at.Add(time.Duration(math.Round(1e9 / b.Ceiling)))
+	return at
 }
 
 // append writes a copy of m's value to its partition: by key hash, or
@@ -211,7 +293,7 @@ func (b *Broker) append(name string, m *driver.Message) error {
 	} else {
 		t.next++
 	}
-	t.logs[part] = append(t.logs[part], append([]byte(nil), m.Value...))
+	t.logs[part] = append(t.logs[part], entry{value: append([]byte(nil), m.Value...), at: time.Now()})
 	b.wake()
 	return nil
 }
@@ -292,11 +374,14 @@ func (c *consumer) assigned() []int {
 	return parts
 }
 
-// run delivers messages of c's partitions, oldest first, one at a time
+// run delivers messages of c's partitions, oldest first, each once it has
+// reached the consumer (Broker.Delay after it was stored), one at a time
 // with the broker unlocked during the ConsumeFunc call.
 func (c *consumer) run() {
 	defer close(c.done)
 	var d driver.Delivery
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-c.stop:
@@ -307,13 +392,24 @@ func (c *consumer) run() {
 		t, ok := c.b.topics[c.topic]
 		var value []byte
 		lane := int32(-1)
+		var soonest time.Time // when the next message on its way arrives
 		if ok && !c.paused {
+			now := time.Now()
 			for _, p := range c.assigned() {
-				if off := c.g.offsets[p]; off < len(t.logs[p]) {
-					value, lane = t.logs[p][off], int32(p)
-					c.g.offsets[p]++
-					break
+				off := c.g.offsets[p]
+				if off >= len(t.logs[p]) {
+					continue
 				}
+				e := t.logs[p][off]
+				if arrives := e.at.Add(c.b.Delay); arrives.After(now) {
+					if soonest.IsZero() || arrives.Before(soonest) {
+						soonest = arrives
+					}
+					continue
+				}
+				value, lane = e.value, int32(p)
+				c.g.offsets[p]++
+				break
 			}
 		}
 		wait := c.b.changed
@@ -323,11 +419,19 @@ func (c *consumer) run() {
 			c.consume(&d)
 			continue
 		}
+		var arrived <-chan time.Time
+		if !soonest.IsZero() {
+			timer.Reset(time.Until(soonest))
+			arrived = timer.C
+		}
 		select {
 		case <-wait:
+		case <-arrived:
 		case <-c.stop:
+			timer.Stop()
 			return
 		}
+		timer.Stop()
 	}
 }
 
