@@ -7,6 +7,11 @@
 // Differences between two readings in one process are therefore immune to
 // wall-clock steps (NTP slews, manual changes), while readings from different
 // processes on hosts with synchronised clocks remain comparable.
+//
+// Inside a testing/synctest bubble time.Now has no monotonic reading and
+// returns the bubble's fake time; Now then returns that time, advancing
+// exactly as the bubble's clock does, so code timed by Now can be tested
+// there.
 package clock
 
 import "time"
