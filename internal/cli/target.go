@@ -354,6 +354,8 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 			}
 			env.Network = &nw
 		}
+	} else if v := localVersionAt(dc, endpoints, localStatus); v != "" {
+		env.BrokerVersion = v
 	}
 	env.BrokerEndpoint = driver.RedactEndpoints(strings.Join(endpoints, ","))
 	return drv, env, nil
