@@ -521,6 +521,8 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(c
 	out, err := maxrate.Search(ctx, maxrate.Config{
 		Trial: trial, SLO: slo, MaxSteps: maxSteps, Repeats: repeats,
 		Progress: func(s results.RateStep) { fmt.Fprintln(io.Err, results.RateStepLine(s)) },
+		Sample:   cfg.SampleSystem,
+		Log:      func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) },
 	})
 	res := out.Best
 	if res == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/metrics"
@@ -23,6 +24,9 @@ type broker struct {
 	capacities                               []float64
 	cold                                     bool
 	runs                                     []float64
+	// disturbed, if set, says whether other processes took the machine
+	// in the given run (from 0): the run then achieves a tenth of its rate.
+	disturbed func(run int) bool
 }
 
 func (b *broker) trial(_ context.Context, rate float64) (*results.Run, error) {
@@ -39,10 +43,18 @@ func (b *broker) trial(_ context.Context, rate float64) (*results.Run, error) {
 	if b.cold && len(b.runs) == 1 {
 		achieved /= 10
 	}
+	disturbed := b.disturbed != nil && b.disturbed(len(b.runs)-1)
+	if disturbed {
+		achieved /= 10
+	}
 	p99 := 1 / max(1e-3, 1-achieved/b.saturation)
 	res := &results.Run{ID: "r", Workload: &workload.Workload{Topics: 1, ProducersPerTopic: 1}}
 	res.Measured.PublishRate = achieved
 	res.Measured.PublishLatency = metrics.Latency{P50: p99 / 2, P99: p99, Max: 2 * p99}
+	res.Measured.System = &results.System{Cores: 2, OtherCPU: 5}
+	if disturbed {
+		res.Measured.System.OtherCPU = 140
+	}
 	if rate > 0 {
 		res.Target = &results.Target{Rate: rate, AchievedRate: achieved, Held: achieved >= 0.99*rate}
 		if !res.Target.Held {
@@ -266,4 +278,79 @@ func FuzzParseSLO(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSearchRemakesDisturbedSteps: steps that failed while other processes
+// took the machine are made again once it is quiet, and the search finds
+// the broker's rate as on a quiet machine; the disturbed steps stay on
+// the curve, marked.
+func TestSearchRemakesDisturbedSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &broker{ceiling: 100000, producers: 100000, capacity: 50000, saturation: 1e9,
+			disturbed: func(run int) bool { return run == 3 || run == 4 }}
+		quiet := func() *results.System { return &results.System{Cores: 2, OtherCPU: 5} }
+		start := time.Now()
+		out, err := Search(context.Background(), Config{Trial: b.trial, Sample: quiet, MaxSteps: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := out.Search; s.Rate < 47500 || s.Rate > 50000 || s.NotMeasurable != "" {
+			t.Fatalf("found %.0f msg/s (%q), want 47500-50000; runs %v", s.Rate, s.NotMeasurable, b.runs)
+		}
+		var remade int
+		steps := out.Search.Steps
+		for i, st := range steps {
+			if !st.Disturbed {
+				continue
+			}
+			if st.Held || !strings.Contains(st.Reason, "disturbed by other processes: other processes used 1.4 of 2 cores") {
+				t.Errorf("disturbed step %+v", st)
+			}
+			if i+1 < len(steps) && steps[i+1].TargetRate == st.TargetRate {
+				remade++
+			}
+		}
+		if remade != 2 {
+			t.Errorf("%d disturbed steps made again, want 2; runs %v", remade, b.runs)
+		}
+		// Each remake waited for the machine to be quiet for 3 s.
+		if waited := time.Since(start); waited < 2*quietFor {
+			t.Errorf("the search waited %s for quiet", waited)
+		}
+	})
+}
+
+// TestSearchNotMeasurableOnADisturbedMachine: a machine that stays
+// disturbed gives no number, but a reason and the disturbed verdict;
+// so does one that is never quiet long enough to make a step again.
+func TestSearchNotMeasurableOnADisturbedMachine(t *testing.T) {
+	busy := func() *results.System { return &results.System{Cores: 2, OtherCPU: 150} }
+	quiet := func() *results.System { return &results.System{Cores: 2, OtherCPU: 5} }
+	for _, tc := range []struct {
+		name   string
+		sample func() *results.System
+		want   string
+	}{
+		{"every step disturbed", quiet, "disturbed by other processes 3 times"},
+		{"never quiet", busy, "after 1m0s they still used 1.5 cores"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := &broker{ceiling: 100000, producers: 100000, capacity: 50000, saturation: 1e9,
+					disturbed: func(run int) bool { return run >= 2 }}
+				out, err := Search(context.Background(), Config{Trial: b.trial, Sample: tc.sample})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := out.Search
+				if s.Rate != 0 || !strings.Contains(s.NotMeasurable, tc.want) {
+					t.Fatalf("search %+v: want no rate, not measurable with %q", s, tc.want)
+				}
+				run := &results.Run{MaxRate: &s}
+				if v := results.Judge(run); v.Kind != results.Disturbed {
+					t.Errorf("verdict %+v, want disturbed", v)
+				}
+			})
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/results"
 )
@@ -30,6 +31,19 @@ type Config struct {
 	Repeats int
 	// Progress, if set, is called after every step.
 	Progress func(results.RateStep)
+	// Sample, if set, returns the machine's resource use since its
+	// previous call (see sysmetrics.Sampler.Sample): between steps, the
+	// search uses it to wait for a machine that other processes disturbed
+	// to be quiet again.
+	Sample func() *results.System
+	// Retries is how many times a failed step that other processes
+	// disturbed is made again, each after waiting up to QuietWait for
+	// the machine to be quiet (default 2; negative for none). A step
+	// still disturbed after them ends the search as not measurable.
+	Retries   int
+	QuietWait time.Duration
+	// Log, if set, receives what the search waits for.
+	Log func(format string, args ...any)
 }
 
 // Outcome is a finished search: the curve, and the run at the highest held
@@ -63,6 +77,12 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	}
 	if cfg.Precision <= 0 {
 		cfg.Precision = 0.05
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 2
+	}
+	if cfg.QuietWait <= 0 {
+		cfg.QuietWait = time.Minute
 	}
 	var out Outcome
 	for _, o := range cfg.SLO {
@@ -103,12 +123,8 @@ func (cfg *Config) bracket(ctx context.Context, out *Outcome, ceiling float64) (
 	held, failed := 0.0, math.Inf(1)
 	rate := math.Round(ceiling / 16)
 	for range cfg.MaxSteps {
-		res, err := cfg.Trial(ctx, rate)
-		if res == nil {
-			return failed, err
-		}
-		step := cfg.record(out, results.StepSearch, rate, res, err)
-		if err != nil {
+		res, step, err := cfg.step(ctx, out, results.StepSearch, rate)
+		if res == nil || err != nil || out.Search.NotMeasurable != "" {
 			return failed, err
 		}
 		if step.Held {
@@ -160,12 +176,8 @@ func (cfg *Config) repeat(ctx context.Context, out *Outcome, failed float64) err
 			if r.rate == 0 {
 				continue
 			}
-			res, err := cfg.Trial(ctx, r.rate)
-			if res == nil {
-				return err
-			}
-			step := cfg.record(out, results.StepRepeat, r.rate, res, err)
-			if err != nil {
+			res, step, err := cfg.step(ctx, out, results.StepRepeat, r.rate)
+			if res == nil || err != nil || out.Search.NotMeasurable != "" {
 				return err
 			}
 			*r.runs++
@@ -177,6 +189,84 @@ func (cfg *Config) repeat(ctx context.Context, out *Outcome, failed float64) err
 	return nil
 }
 
+// step makes one fixed-rate step at rate. A step that failed on a machine
+// other processes disturbed is not the broker's failure: it is made again,
+// up to Retries times, each once the machine is quiet; if it cannot be, the
+// search is not measurable (out.Search.NotMeasurable) and ends. It returns
+// the last run (nil if none), its step, and the run's error.
+func (cfg *Config) step(ctx context.Context, out *Outcome, kind results.StepKind, rate float64) (*results.Run, results.RateStep, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := cfg.Trial(ctx, rate)
+		if res == nil {
+			return nil, results.RateStep{}, err
+		}
+		step := cfg.record(out, kind, rate, res, err)
+		if err != nil || step.Held || !step.Disturbed {
+			return res, step, err
+		}
+		others, _ := results.Disturbance(res.Measured.System)
+		if attempt >= max(0, cfg.Retries) {
+			out.Search.NotMeasurable = fmt.Sprintf("the step at %.0f msg/s failed on a machine disturbed by other processes %d times (they used %.1f cores the last time); the broker's rate cannot be told from this machine's: rerun when it is quiet", rate, attempt+1, others)
+			return res, step, nil
+		}
+		if cfg.Sample != nil {
+			quiet, last := WaitQuiet(ctx, cfg.Sample, cfg.QuietWait, cfg.Log)
+			if ctx.Err() != nil {
+				return res, step, ctx.Err()
+			}
+			if !quiet {
+				cores, _ := results.Disturbance(last)
+				out.Search.NotMeasurable = fmt.Sprintf("the step at %.0f msg/s failed on a machine disturbed by other processes, and after %s they still used %.1f cores: the broker's rate cannot be told from this machine's; rerun when it is quiet", rate, cfg.QuietWait, cores)
+				return res, step, nil
+			}
+		}
+	}
+}
+
+// quietFor is how long the machine must stay quiet before a disturbed
+// step is made again.
+const quietFor = 3 * time.Second
+
+// WaitQuiet samples the machine every second (sample returns its use
+// since the previous call) until other processes have left it undisturbed
+// (see results.Disturbance) for quietFor, or until bound passes or ctx
+// ends. It reports whether the machine became quiet, and the last sample.
+// log, if set, hears what it waits for, every 10 s.
+func WaitQuiet(ctx context.Context, sample func() *results.System, bound time.Duration, log func(string, ...any)) (bool, *results.System) {
+	deadline := time.Now().Add(bound)
+	sample() // start a fresh stretch
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last *results.System
+	quietSince, lastLog := time.Time{}, time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, last
+		case <-tick.C:
+		}
+		last = sample()
+		cores, disturbed := results.Disturbance(last)
+		now := time.Now()
+		switch {
+		case disturbed:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = now
+		}
+		if !quietSince.IsZero() && now.Sub(quietSince) >= quietFor {
+			return true, last
+		}
+		if !now.Before(deadline) {
+			return false, last
+		}
+		if log != nil && now.Sub(lastLog) >= 10*time.Second {
+			log("max-rate search: waiting for the machine to be quiet: other processes use %.1f cores (up to %s more)", cores, deadline.Sub(now).Round(time.Second))
+			lastLog = now
+		}
+	}
+}
+
 // record judges one run, appends it to the curve and reports it.
 func (cfg *Config) record(out *Outcome, kind results.StepKind, rate float64, res *results.Run, runErr error) results.RateStep {
 	m := res.Measured
@@ -184,6 +274,7 @@ func (cfg *Config) record(out *Outcome, kind results.StepKind, rate float64, res
 		RunID: res.ID, Kind: kind, TargetRate: rate, AchievedRate: m.PublishRate, ConsumeRate: m.ConsumeRate,
 		PublishLatency: m.PublishLatency, EndToEndLatency: m.EndToEndLatency, SendLagP99: m.SendLag.P99,
 	}
+	_, step.Disturbed = results.Disturbance(m.System)
 	for i := len(res.Intervals) - 1; i >= 0; i-- {
 		if res.Intervals[i].Phase == results.Measure {
 			step.Backlog = res.Intervals[i].Backlog
@@ -196,6 +287,9 @@ func (cfg *Config) record(out *Outcome, kind results.StepKind, rate float64, res
 			reasons = append(reasons, runErr.Error())
 		}
 		step.Held = len(reasons) == 0
+		if !step.Held && step.Disturbed {
+			reasons = append(reasons, "on a machine disturbed by other processes: "+results.DisturbanceText(m.System))
+		}
 		step.Reason = strings.Join(reasons, "; ")
 	}
 	out.Search.Steps = append(out.Search.Steps, step)

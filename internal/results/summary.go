@@ -124,6 +124,8 @@ func PrintSummary(out io.Writer, r *Run) {
 			if mr.Rate > mr.Ceiling {
 				fmt.Fprintf(out, "   (above the unthrottled probe's %.0f msg/s: the probe met a slow moment, and did not cap the search)\n", mr.Ceiling)
 			}
+		} else if mr.NotMeasurable != "" {
+			fmt.Fprintf(out, "   NOT MEASURABLE: %s\n", mr.NotMeasurable)
 		} else {
 			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
 		}
@@ -171,6 +173,8 @@ func RateStepLine(s RateStep) string {
 		target, verdict = "(warm-up)", "not judged"
 	case s.TargetRate == 0:
 		target, verdict = "  (probe)", "ceiling"
+	case !s.Held && s.Disturbed:
+		verdict = "NOT HELD, MACHINE DISTURBED: " + s.Reason
 	case !s.Held:
 		verdict = "NOT HELD: " + s.Reason
 	}
