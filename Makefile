@@ -9,22 +9,13 @@ LDFLAGS := -s -w -X github.com/brokerbench/brokerbench/internal/sysinfo.Version=
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
 
-# Installs Kafka if needed, starts it on 127.0.0.1:9092, warms the broker's
-# JVM with an unmeasured max-rate burst (a cold JVM misses the send-lag
-# limit on a busy 2-core machine), runs the quick workload (summary,
-# results/demo.json), then the demo study at quick scale
-# (results/demo-study/) and writes its HTML report, and stops the broker.
-# A missed rate target (exit 3) is reported but does not stop the demo.
+# Installs Kafka if needed and starts it on 127.0.0.1:9092 (or uses the
+# one running), warms it up, runs the quick workload, then the demo study
+# with its HTML report, and stops the broker if it started it. A verdict
+# (a missed target, a disturbed machine) is reported, not a failure: see
+# hack/demo.sh.
 demo: build
-	@trap '$(BIN) local down kafka' EXIT; \
-	$(BIN) local up kafka || exit $$?; \
-	echo "warming up the broker (unmeasured)"; \
-	$(BIN) run workloads/quick.yaml --rate 0 --messages 300000 --quiet --out results/demo-warmup.json >/dev/null || exit $$?; \
-	rm -f results/demo-warmup.json; \
-	$(BIN) run workloads/quick.yaml --out results/demo.json --omb-json results/demo-omb.json; \
-	code=$$?; if [ $$code -eq 3 ]; then echo "demo: the quick run missed its target (see above); continuing"; elif [ $$code -ne 0 ]; then exit $$code; fi; \
-	rm -rf results/demo-study && \
-	$(BIN) study studies/demo.yaml --scale quick --out results/demo-study
+	@BIN=$(BIN) hack/demo.sh
 
 # Every built-in study at quick scale, each setup on the local cluster of
 # its size that brokerbench starts (1 to 6 brokers), faults included: what
