@@ -33,8 +33,8 @@ var (
 // AccountingTable has a row per run with its message accounting.
 func (in *Input) AccountingTable() *Table {
 	t := &Table{Title: "Message accounting",
-		Headers:    []string{"Run", "Sent", "Acked", "Failed", "Consumed", "Lost", "Undelivered", "Duplicated", "Out of order", "Stored by broker", "Target"},
-		CSVHeaders: []string{"run", "sent", "acked", "failed", "consumed", "lost", "undelivered", "duplicated", "outOfOrder", "storedByBroker", "target"}}
+		Headers:    []string{"Run", "Sent", "Acked", "Failed", "Consumed", "Lost", "Undelivered", "Duplicated", "Out of order", "Stored by broker", "Target", "Verdict"},
+		CSVHeaders: []string{"run", "sent", "acked", "failed", "consumed", "lost", "undelivered", "duplicated", "outOfOrder", "storedByBroker", "target", "verdict"}}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			c := r.Counts
@@ -59,12 +59,17 @@ func (in *Input) AccountingTable() *Table {
 				row = append(row, formatNum(float64(n), 0))
 				csvRow = append(csvRow, strconv.FormatInt(n, 10))
 			}
-			row = append(row, stored, target)
+			verdict := results.Judge(r)
+			judged := verdict.Kind.String()
+			if verdict.Reason != "" {
+				judged += ": " + verdict.Reason
+			}
+			row = append(row, stored, target, judged)
 			storedCSV := ""
 			if c.StoredByBroker != nil {
 				storedCSV = strconv.FormatInt(*c.StoredByBroker, 10)
 			}
-			csvRow = append(csvRow, storedCSV, target)
+			csvRow = append(csvRow, storedCSV, target, judged)
 			t.Rows = append(t.Rows, row)
 			t.CSV = append(t.CSV, csvRow)
 		}

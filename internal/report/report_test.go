@@ -360,3 +360,24 @@ func TestPublishedBesideMeasured(t *testing.T) {
 		t.Errorf("a figure no run matches shows %q", pt.Rows[2][4])
 	}
 }
+
+// TestAccountingTableSaysTheVerdict: every run's verdict is in the report,
+// with its reason: a disturbed machine and consumers that fell behind are
+// named there as in the summary.
+func TestAccountingTableSaysTheVerdict(t *testing.T) {
+	disturbed := &results.Run{Counts: results.Counts{Sent: 10, Acked: 10, Consumed: 10},
+		Measured: results.Aggregate{System: &results.System{OtherCPU: 140, Cores: 2}}}
+	behind := &results.Run{Counts: results.Counts{Sent: 10, Acked: 10, Consumed: 10},
+		Measured: results.Aggregate{ConsumersBehind: "the consumers fell behind: they received 2634 msg/s"}}
+	in := &Input{Groups: []*Group{{Label: "a", Runs: []*results.Run{disturbed}}, {Label: "b", Runs: []*results.Run{behind}}}}
+	tb := in.AccountingTable()
+	last := len(tb.Headers) - 1
+	if tb.Headers[last] != "Verdict" || len(tb.Rows) != 2 {
+		t.Fatalf("table %+v", tb)
+	}
+	for i, want := range []string{"disturbed: other processes used 1.4 of 2 cores", "consumer-bound: the consumers fell behind"} {
+		if got := tb.Rows[i][last]; !strings.HasPrefix(got, want) {
+			t.Errorf("row %d verdict %q, want %q...", i, got, want)
+		}
+	}
+}

@@ -41,6 +41,17 @@ const (
 	ConsumerBound
 )
 
+// String names the kind as the summary's lines do: "ok", "failed",
+// "target not held", "interrupted", "accounting mismatch",
+// "load-generator-bound", "disturbed", "consumer-bound".
+func (k VerdictKind) String() string {
+	names := [...]string{"ok", "failed", "target not held", "interrupted", "accounting mismatch", "load-generator-bound", "disturbed", "consumer-bound"}
+	if k < 0 || int(k) >= len(names) {
+		return fmt.Sprintf("verdict %d", int(k))
+	}
+	return names[k]
+}
+
 // Verdict is what a run's results say about the run as a whole.
 type Verdict struct {
 	Kind VerdictKind

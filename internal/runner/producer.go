@@ -67,7 +67,7 @@ type producerWorker struct {
 	free   *slotPool
 	stock  []int // free slots taken from free, used before taking more
 	record bool  // record latencies (see Config.NoLatencyRecording)
-	prod      driver.Producer
+	prod   driver.Producer
 	// unpublished counts sends not yet added to stats.sent: the producer
 	// publishes its count in batches, because an atomic add per message
 	// waits for every pending store of that message (header, slot) to
