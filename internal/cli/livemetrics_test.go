@@ -14,7 +14,9 @@ import (
 // TestLiveMetricsEndpoint: while a run lasts, --metrics-addr serves its
 // live figures for Prometheus: counters that grow, the last interval's
 // latency quantiles in seconds, the phase and the run; once the run
-// ends, the endpoint is gone.
+// ends, the endpoint is gone. The endpoint is polled for as long as the
+// run lasts, however long a busy machine takes to set it up, and the
+// run's verdict on its rate is the machine's.
 func TestLiveMetricsEndpoint(t *testing.T) {
 	addr := lazyBroker.Get(t).Addr
 	dir := t.TempDir()
@@ -31,10 +33,13 @@ func TestLiveMetricsEndpoint(t *testing.T) {
 	acked := regexp.MustCompile(`(?m)^brokerbench_messages_acknowledged_total (\S+)$`)
 	var last float64
 	var page string
-	seen := 0
-	deadline := time.Now().Add(60 * time.Second)
-	for seen < 2 && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
+	seen, code, ended := 0, 0, false
+	for seen < 2 && !ended {
+		select {
+		case code = <-done:
+			ended = true
+		case <-time.After(500 * time.Millisecond):
+		}
 		resp, err := http.Get("http://" + endpoint + "/metrics")
 		if err != nil {
 			continue // not listening yet
@@ -67,7 +72,10 @@ func TestLiveMetricsEndpoint(t *testing.T) {
 	if !regexp.MustCompile(`brokerbench_phase\{phase="(warmup|measure)"\} 1`).MatchString(page) {
 		t.Errorf("no current phase:\n%s", page)
 	}
-	if code := <-done; code != ExitOK {
+	if !ended {
+		code = <-done
+	}
+	if !completed(t, code) {
 		t.Fatalf("run: exit %d", code)
 	}
 	if _, err := http.Get("http://" + endpoint + "/metrics"); err == nil {

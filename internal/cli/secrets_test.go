@@ -57,7 +57,8 @@ quick: {warmup: 0s, duration: 2s}
 	} {
 		code, stdout, stderr := execute(args...)
 		printed.WriteString(stdout + stderr)
-		if code != ExitOK {
+		// A rate this machine could not hold still writes every output.
+		if !completed(t, code) {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, stdout, stderr)
 		}
 	}
