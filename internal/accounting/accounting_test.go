@@ -174,3 +174,46 @@ func TestReconcileUnknownOutcome(t *testing.T) {
 		t.Fatalf("Reconcile = %+v, want %+v", got, want)
 	}
 }
+
+// TestReconcileFound: a missing acknowledged message that a read of the
+// broker found is late, not lost; Found ignores messages already
+// received, found twice, or from an unknown producer.
+func TestReconcileFound(t *testing.T) {
+	s := NewSubscription(2)
+	for seq := uint64(0); seq < 10; seq++ {
+		switch seq {
+		case 3, 4, 7:
+			continue // 3 and 4 missing, 7 failed and missing
+		}
+		s.Record(0, seq)
+	}
+	for _, f := range []struct {
+		p       uint32
+		seq     uint64
+		missing bool
+	}{
+		{0, 3, true},  // missing: found
+		{0, 3, false}, // found before
+		{0, 5, false}, // received
+		{0, 7, true},  // failed, never received: found, but not expected
+		{9, 1, false}, // not a producer of the run
+	} {
+		if got := s.Found(f.p, f.seq); got != f.missing {
+			t.Errorf("Found(%d, %d) = %v, want %v", f.p, f.seq, got, f.missing)
+		}
+	}
+	outcomes := []Outcome{{Sent: 10, Failed: setOf(7)}, {}}
+	got := s.Reconcile(outcomes)
+	want := Result{Expected: 9, Delivered: 7, Lost: 1, Late: 1}
+	if got != want {
+		t.Fatalf("Reconcile = %+v, want %+v", got, want)
+	}
+	for seq, ack := range []bool{true, true, true, true, true, true, true, false, true, true, false} {
+		if outcomes[0].Acknowledged(uint64(seq)) != ack {
+			t.Errorf("Acknowledged(%d) = %v, want %v", seq, !ack, ack)
+		}
+	}
+	if (Outcome{Sent: 5, Unknown: true}).Acknowledged(1) || (Outcome{Sent: 5, Pending: setOf(2)}).Acknowledged(2) {
+		t.Error("an unknown or pending outcome is not an acknowledgement")
+	}
+}

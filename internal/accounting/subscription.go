@@ -13,6 +13,9 @@ type Subscription struct {
 	distinct   int64
 	duplicated int64
 	unknown    int64
+	// late holds, by producer, the messages a re-read of the broker
+	// found that no consumer had received (see Found).
+	late []SeqSet
 }
 
 // Distinct returns how many different messages of the run's producers were
@@ -55,6 +58,23 @@ func (s *Subscription) Record(producer uint32, seq uint64) Verdict {
 	return First
 }
 
+// Found notes that a read of the broker after the run found message seq
+// of producer still there although no consumer of the subscription had
+// received it: the message is late, not lost (Result.Late). It reports
+// whether the message was missing until now: false if it was received
+// or found before, or its producer is not one of the run's.
+func (s *Subscription) Found(producer uint32, seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(producer) >= len(s.seen) || s.seen[producer].Contains(seq) {
+		return false
+	}
+	for len(s.late) < len(s.seen) {
+		s.late = append(s.late, SeqSet{})
+	}
+	return !s.late[producer].Add(seq)
+}
+
 // Outcome is what one producer knows about its messages when the run ends.
 type Outcome struct {
 	// Sent is the number of messages attempted: sequence numbers [0, Sent).
@@ -69,6 +89,12 @@ type Outcome struct {
 	Unknown bool `json:"unknown,omitempty"`
 }
 
+// Acknowledged reports whether the producer's message seq was
+// acknowledged: sent, neither failed nor pending, and the outcome known.
+func (o Outcome) Acknowledged(seq uint64) bool {
+	return !o.Unknown && seq < o.Sent && (o.Failed == nil || !o.Failed.Contains(seq)) && (o.Pending == nil || !o.Pending.Contains(seq))
+}
+
 // Result is one subscription's reconciliation.
 type Result struct {
 	// Expected is the number of acknowledged messages: each should be
@@ -76,8 +102,12 @@ type Result struct {
 	Expected uint64
 	// Delivered counts distinct messages delivered (duplicates once).
 	Delivered uint64
-	// Lost counts acknowledged messages never delivered.
+	// Lost counts acknowledged messages never delivered and not found
+	// in the broker afterwards (Found).
 	Lost uint64
+	// Late counts acknowledged messages never delivered that a read of
+	// the broker after the run found there (Found).
+	Late uint64
 	// Duplicated counts deliveries of a message already delivered.
 	Duplicated int64
 	// FailedDelivered counts messages reported as failed to the producer
@@ -100,6 +130,10 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 		if p < len(outcomes) {
 			o = outcomes[p]
 		}
+		late := &SeqSet{}
+		if p < len(s.late) {
+			late = &s.late[p]
+		}
 		failed, pending := o.Failed, o.Pending
 		if failed == nil {
 			failed = &SeqSet{}
@@ -114,12 +148,14 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 		r.Unexpected += seen.countAbove(o.Sent)
 		r.Delivered += seen.Len() - seen.countAbove(o.Sent)
 		for b := uint64(0); b*blockBits < o.Sent; b++ {
-			sw, fw, pw := seen.block(b), failed.block(b), pending.block(b)
+			sw, fw, pw, lw := seen.block(b), failed.block(b), pending.block(b), late.block(b)
 			for w := range uint64(blockWords) {
 				in := belowMask(b, w, o.Sent)
 				unresolved := (fw[w] | pw[w]) & in
+				missing := in &^ unresolved &^ sw[w]
 				r.Expected += uint64(bits.OnesCount64(in &^ unresolved))
-				r.Lost += uint64(bits.OnesCount64(in &^ unresolved &^ sw[w]))
+				r.Lost += uint64(bits.OnesCount64(missing &^ lw[w]))
+				r.Late += uint64(bits.OnesCount64(missing & lw[w]))
 				r.FailedDelivered += uint64(bits.OnesCount64(fw[w] & in & sw[w]))
 			}
 		}

@@ -185,7 +185,16 @@ func (c *coordinator) reconcile(drained bool) {
 	if unknown > 0 {
 		c.res.Warnings = append(c.res.Warnings, fmt.Sprintf("%d producers' outcomes are unknown (their worker was lost): their messages count as delivered when received, and never as lost", unknown))
 	}
-	runner.Reconcile(&c.res.Counts, records, outcomes, w.Topics, drained)
+	rr := runner.Reread{Ctx: c.rc.Abandon, Timeout: c.rc.RereadTimeout}
+	rr.Driver, _ = c.rc.Driver.(driver.Rereader)
+	for t := range w.Topics {
+		name := runner.TopicName(c.rc.ID, t)
+		if t < len(c.rc.ExistingTopics) {
+			name = c.rc.ExistingTopics[t]
+		}
+		rr.Topics = append(rr.Topics, name)
+	}
+	runner.Reconcile(&c.res.Counts, records, outcomes, w.Topics, drained, rr)
 }
 
 // countStored asks the broker how many messages the run's topics hold, as

@@ -172,6 +172,30 @@ type WrittenCounter interface {
 	Written(ctx context.Context, topic string) (int64, error)
 }
 
+// Rereader is implemented by drivers that can read again what the broker
+// still holds for a subscription once a run is over, so that a message
+// the subscription's consumers never received is called lost only when
+// the broker is shown not to hold it. A log (Kafka's partitions, a
+// stream) is read from its oldest retained message to its end as it was
+// when Reread was called. A queue is read without taking its messages:
+// it still holds every message no consumer acknowledged, and the
+// runner's consumers acknowledge a message only after recording it.
+type Rereader interface {
+	// Reread calls found with the value of every message the broker
+	// holds for the subscription of topic. found is called serially and
+	// must not retain value. Reread returns nil only once it read all of
+	// them; otherwise an error: ctx's if it ends first, or one wrapping
+	// ErrNoReread when the broker, as configured, cannot be read again.
+	// The runner closes the run's consumers first, so that a queue
+	// holds again what they had taken without acknowledging it.
+	Reread(ctx context.Context, topic, subscription string, found func(value []byte)) error
+}
+
+// ErrNoReread is wrapped by Rereader.Reread's error when the broker, as
+// the driver is configured, cannot be read again: a missing message then
+// cannot be proven lost.
+var ErrNoReread = errors.New("the broker cannot be read again")
+
 // CheckSpec is what a run will ask of a driver, for Checker.
 type CheckSpec struct {
 	// MessageSize is the size of every value the producers send.

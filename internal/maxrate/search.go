@@ -323,7 +323,10 @@ func judge(res *results.Run, rate float64, backlog int64, slo []Objective) []str
 		}
 	}
 	c := res.Counts
-	if c.Failed > 0 || c.Lost > 0 {
+	switch {
+	case c.UnconfirmedLoss > 0:
+		reasons = append(reasons, fmt.Sprintf("%d failed, %d lost, %d an unconfirmed loss", c.Failed, c.Lost, c.UnconfirmedLoss))
+	case c.Failed > 0 || c.Lost > 0:
 		reasons = append(reasons, fmt.Sprintf("%d failed, %d lost", c.Failed, c.Lost))
 	}
 	if w := res.Workload; w != nil && w.Consumers() > 0 && float64(backlog) > rate*float64(max(1, w.SubscriptionsPerTopic)) {

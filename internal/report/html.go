@@ -219,6 +219,8 @@ func (in *Input) Losses() []string {
 			switch {
 			case c.Lost > 0:
 				out = append(out, fmt.Sprintf("%s: %d acknowledged messages were never delivered (lost)", runLabel(g, r), c.Lost))
+			case c.UnconfirmedLoss > 0:
+				out = append(out, fmt.Sprintf("%s: %d acknowledged messages were never delivered (unconfirmed loss: %s)", runLabel(g, r), c.UnconfirmedLoss, c.RereadErrors()))
 			case !c.StoredExplained():
 				out = append(out, fmt.Sprintf("%s: the broker stores %d messages but acknowledged %d", runLabel(g, r), *c.StoredByBroker, c.Acked))
 			}

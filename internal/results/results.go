@@ -354,9 +354,19 @@ type Counts struct {
 	// Unacked counts messages whose outcome was unknown when the run ended.
 	Unacked int64 `json:"unacked"`
 	// Lost counts acknowledged messages that a subscription never received
-	// although it consumed everything the broker stored, summed over
+	// although it consumed everything the broker stored, and that a read
+	// of the broker after the drain proved gone (see Reread), summed over
 	// subscriptions.
 	Lost int64 `json:"lost"`
+	// UnconfirmedLoss counts acknowledged messages that a subscription
+	// never received although it consumed everything the broker stored,
+	// but that could not be proven gone: the driver cannot read the
+	// broker again, or the read failed or did not finish.
+	UnconfirmedLoss int64 `json:"unconfirmedLoss"`
+	// DeliveredLate counts acknowledged messages that a subscription's
+	// consumers had not received after the drain, but that a read of the
+	// broker found still there: delivered late, not lost.
+	DeliveredLate int64 `json:"deliveredLate,omitempty"`
 	// Undelivered counts acknowledged messages not yet received when the
 	// run ended without the consumers catching up (interrupted, or the
 	// drain timed out): they may still be in the broker.
@@ -390,10 +400,35 @@ type SubscriptionCounts struct {
 	// Delivered counts distinct messages received.
 	Delivered       int64 `json:"delivered"`
 	Lost            int64 `json:"lost"`
+	UnconfirmedLoss int64 `json:"unconfirmedLoss,omitempty"`
+	DeliveredLate   int64 `json:"deliveredLate,omitempty"`
 	Undelivered     int64 `json:"undelivered"`
 	Duplicated      int64 `json:"duplicated"`
 	FailedDelivered int64 `json:"failedDelivered"`
 	Unexpected      int64 `json:"unexpected"`
+	// Reread is the evidence for the messages the subscription missed
+	// after a complete drain; nil when it missed none.
+	Reread *Reread `json:"reread,omitempty"`
+}
+
+// Reread is what a read of the broker after the drain found for one
+// subscription's missing messages.
+type Reread struct {
+	// Missing counts the acknowledged messages the subscription had not
+	// received when the drain ended.
+	Missing int64 `json:"missing"`
+	// Read counts the messages the re-read read from the broker.
+	Read int64 `json:"read"`
+	// Found counts the missing messages the re-read found in the
+	// broker: delivered late, not lost.
+	Found int64 `json:"found"`
+	// Complete says the re-read read everything the broker held for the
+	// subscription (or found every missing message): what it did not find
+	// is lost, proven. Otherwise it is an unconfirmed loss.
+	Complete bool `json:"complete"`
+	// Error says why the re-read is not complete: the driver cannot
+	// re-read, or the read failed or ran out of time.
+	Error string `json:"error,omitempty"`
 }
 
 // StudyRun places a run in a study.

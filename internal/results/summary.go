@@ -64,10 +64,28 @@ func PrintSummary(out io.Writer, r *Run) {
 	c := r.Counts
 	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d, lost %d, duplicated %d, out of order %d",
 		c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed, c.Lost, c.Duplicated, c.OutOfOrder)
+	if c.UnconfirmedLoss > 0 {
+		fmt.Fprintf(out, ", UNCONFIRMED LOSS %d", c.UnconfirmedLoss)
+	}
+	if c.DeliveredLate > 0 {
+		fmt.Fprintf(out, ", delivered late %d", c.DeliveredLate)
+	}
 	if c.StoredByBroker != nil {
 		fmt.Fprintf(out, ", stored by broker %d", *c.StoredByBroker)
 	}
 	fmt.Fprintln(out)
+	for _, sc := range c.Subscriptions {
+		rr := sc.Reread
+		switch {
+		case rr == nil:
+		case rr.Complete:
+			fmt.Fprintf(out, "   re-read of %s after the drain: %d acknowledged messages missing; read %d messages from the broker, %d of them missing ones (delivered late); %d lost, proven\n",
+				sc.Name, rr.Missing, rr.Read, rr.Found, sc.Lost)
+		default:
+			fmt.Fprintf(out, "   re-read of %s after the drain: %d acknowledged messages missing; %d found in the broker (delivered late); %d an unconfirmed loss, not proven: %s\n",
+				sc.Name, rr.Missing, rr.Found, sc.UnconfirmedLoss, rr.Error)
+		}
+	}
 	if c.Undelivered > 0 {
 		fmt.Fprintf(out, "   undelivered: %d acknowledged messages not consumed when the run ended before the consumers caught up (not counted as lost)\n", c.Undelivered)
 	}

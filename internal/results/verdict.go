@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -25,8 +26,10 @@ const (
 	TargetNotHeld
 	// Interrupted: the run was cut short; its results are partial.
 	Interrupted
-	// AccountingMismatch: acknowledged messages were lost, or the broker
-	// stores a different number than were acknowledged.
+	// AccountingMismatch: acknowledged messages were lost (proven, or
+	// unconfirmed: never delivered, but the broker could not be read
+	// again to show them gone), or the broker stores a different number
+	// than were acknowledged.
 	AccountingMismatch
 	// LoadGeneratorBound: the target was missed because the load generator
 	// could not keep its schedule; the run says nothing about the broker's
@@ -81,7 +84,14 @@ func Judge(r *Run) Verdict {
 		return Verdict{Failed, fmt.Sprintf("%d of %d sends failed (%.1f%%, more than the %.0f%% a valid run may have)%s",
 			c.Failed, c.Sent, 100*float64(c.Failed)/float64(c.Sent), 100*MaxFailedShare, FailureKinds(c))}
 	case c.Lost > 0:
-		return Verdict{AccountingMismatch, fmt.Sprintf("%d acknowledged messages were never delivered", c.Lost)}
+		reason := fmt.Sprintf("%d acknowledged messages were lost: never delivered, and not in the broker when it was read again after the drain", c.Lost)
+		if c.UnconfirmedLoss > 0 {
+			reason += fmt.Sprintf("; %d more are an unconfirmed loss (%s)", c.UnconfirmedLoss, c.RereadErrors())
+		}
+		return Verdict{AccountingMismatch, reason}
+	case c.UnconfirmedLoss > 0:
+		return Verdict{AccountingMismatch, fmt.Sprintf("unconfirmed loss: %d acknowledged messages were never delivered, and the broker could not be read again to show whether it still holds them (%s)",
+			c.UnconfirmedLoss, c.RereadErrors())}
 	case !c.StoredExplained():
 		return Verdict{AccountingMismatch, fmt.Sprintf("the broker stores %d messages but %d were acknowledged", *c.StoredByBroker, c.Acked)}
 	case r.MaxRate != nil && r.MaxRate.NotMeasurable != "":
@@ -136,6 +146,25 @@ func FailureKinds(c Counts) string {
 	}
 	sort.Strings(kinds)
 	return ": " + strings.Join(kinds, ", ")
+}
+
+// RereadErrors says, once each, why the subscriptions with an unconfirmed
+// loss could not prove it, joined by "; ".
+func (c Counts) RereadErrors() string {
+	var errs []string
+	for _, sc := range c.Subscriptions {
+		if sc.UnconfirmedLoss == 0 {
+			continue
+		}
+		e := "no re-read"
+		if sc.Reread != nil && sc.Reread.Error != "" {
+			e = sc.Reread.Error
+		}
+		if !slices.Contains(errs, e) {
+			errs = append(errs, e)
+		}
+	}
+	return strings.Join(errs, "; ")
 }
 
 // StoredExplained reports whether the broker's own count agrees with the

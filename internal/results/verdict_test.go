@@ -27,7 +27,20 @@ func TestJudge(t *testing.T) {
 		{"few failed", Run{Counts: Counts{Sent: 1000, Acked: 995, Failed: 5}}, OK, ""},
 		// Interrupted wins over everything else.
 		{"interrupted", Run{Partial: true, PartialReason: "interrupt", Counts: Counts{Sent: 4, Failed: 4}}, Interrupted, "interrupt"},
-		{"lost", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 2}}, AccountingMismatch, "2 acknowledged"},
+		{"lost", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 2}}, AccountingMismatch, "2 acknowledged messages were lost"},
+		// Missing messages the broker could not be read again for: still
+		// a mismatch (exit 5), but the reason says the loss is unconfirmed
+		// and why.
+		{"unconfirmed loss", Run{Counts: Counts{Sent: 10, Acked: 10, UnconfirmedLoss: 1, Subscriptions: []SubscriptionCounts{
+			{Name: "s0", UnconfirmedLoss: 1, Reread: &Reread{Missing: 1, Error: "the re-read did not finish within 2m0s"}}}}},
+			AccountingMismatch, "unconfirmed loss: 1 acknowledged messages were never delivered, and the broker could not be read again to show whether it still holds them (the re-read did not finish within 2m0s)"},
+		// A proven loss is named first, the unconfirmed rest after it.
+		{"lost and unconfirmed", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 1, UnconfirmedLoss: 2, Subscriptions: []SubscriptionCounts{
+			{Name: "s0", Lost: 1, Reread: &Reread{Missing: 1, Complete: true}},
+			{Name: "s1", UnconfirmedLoss: 2, Reread: &Reread{Missing: 2, Error: "the driver cannot read the broker again"}}}}},
+			AccountingMismatch, "1 acknowledged messages were lost: never delivered, and not in the broker when it was read again after the drain; 2 more are an unconfirmed loss (the driver cannot read the broker again)"},
+		// Messages found on the re-read were delivered late: not a loss.
+		{"delivered late", Run{Counts: Counts{Sent: 10, Acked: 10, Consumed: 9, DeliveredLate: 1}}, OK, ""},
 		{"stored differs", Run{Counts: Counts{Sent: 10, Acked: 10, StoredByBroker: stored(9)}}, AccountingMismatch, "stores 9"},
 		{"target missed", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, Reason: "late"}}, TargetNotHeld, "late"},
 		{"load generator", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, LoadGeneratorBound: true, Limit: "the load generator's CPU: saturated"}}, LoadGeneratorBound, "saturated"},

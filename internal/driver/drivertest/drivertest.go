@@ -52,6 +52,7 @@ func Run(t *testing.T, tg Target) {
 		{"Unreachable", unreachable},
 		{"FixedRateRun", fixedRateRun},
 		{"LossCountedExactly", lossCountedExactly},
+		{"RereadHoldsWhatNoConsumerTook", rereadHolds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, tg) })
@@ -453,8 +454,79 @@ func lossCountedExactly(t *testing.T, tg Target) {
 		}
 		return
 	}
-	if dropped == 0 || c.Lost != dropped || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-dropped {
-		t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d lost (%+v)", dropped, c.Lost, c)
+	if dropped == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-dropped {
+		t.Errorf("%d messages dropped after their acknowledgement; the broker stores %v of %d acknowledged", dropped, c.StoredByBroker, c.Acked)
+	}
+	// A driver that reads the broker again proves the loss; without, it
+	// is an unconfirmed loss.
+	lost, unconfirmed := c.Lost, c.UnconfirmedLoss
+	if _, rereads := inner.(driver.Rereader); !rereads {
+		lost, unconfirmed = unconfirmed, lost
+	}
+	if lost != dropped || unconfirmed != 0 || c.DeliveredLate != 0 {
+		t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d lost, %d unconfirmed, %d delivered late (%+v)",
+			dropped, c.Lost, c.UnconfirmedLoss, c.DeliveredLate, c)
+	}
+}
+
+// rereadHolds: a driver that reads the broker again (driver.Rereader)
+// reads every message a subscription has not taken, once each, and does
+// not take them: a subscription whose consumer closed before the
+// messages were sent holds all of them, on a second read as on the first.
+func rereadHolds(t *testing.T, tg Target) {
+	const n = 500
+	d := connect(t, tg)
+	rr, ok := d.(driver.Rereader)
+	if !ok {
+		t.Skip("the driver cannot read the broker again: losses are unconfirmed")
+	}
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	sub := topic + "-sub"
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: sub, Start: driver.StartEarliest}, func(*driver.Delivery) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Ready(ctx)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(n) {
+		p.Send(ctx, message(i))
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	p.Close()
+	if a.total() != n || a.failed != 0 {
+		t.Fatalf("%d acks for %d messages, %d failed", a.total(), n, a.failed)
+	}
+	for round := 1; round <= 2; round++ {
+		got := newReceived()
+		err := rr.Reread(ctx, topic, sub, func(v []byte) { got.fn(&driver.Delivery{Value: v}) })
+		if errors.Is(err, driver.ErrNoReread) {
+			t.Skipf("the driver, as configured, cannot read the broker again: %v", err)
+		}
+		if err != nil {
+			t.Fatalf("re-read %d: %v", round, err)
+		}
+		got.mu.Lock()
+		if len(got.count) != n {
+			t.Errorf("re-read %d found %d of the %d messages", round, len(got.count), n)
+		}
+		for i, k := range got.count {
+			if k != 1 {
+				t.Errorf("re-read %d read message %d %d times", round, i, k)
+			}
+		}
+		got.mu.Unlock()
 	}
 }
 
@@ -487,6 +559,16 @@ func (l *lossy) Written(ctx context.Context, topic string) (int64, error) {
 		return 0, errors.New("the driver under test counts no written messages")
 	}
 	return wc.Written(ctx, topic)
+}
+
+// Reread passes the wrapped driver's re-read on: the messages dropped
+// were never sent, so the broker does not hold them.
+func (l *lossy) Reread(ctx context.Context, topic, subscription string, found func([]byte)) error {
+	rr, ok := l.Driver.(driver.Rereader)
+	if !ok {
+		return fmt.Errorf("the driver under test: %w", driver.ErrNoReread)
+	}
+	return rr.Reread(ctx, topic, subscription, found)
 }
 
 type lossyProducer struct {
