@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,6 +57,10 @@ type k8sFlags struct {
 	name          string
 }
 
+// localContainerdSocket is the containerd socket of the one-node cluster
+// hack/local-kubernetes.sh runs, with its default state directory.
+const localContainerdSocket = "/tmp/brokerbench-k8s/containerd/containerd.sock"
+
 // passedThrough are the 'run' flags 'k8s run' hands to the coordinator as
 // given.
 var passedThrough = []string{"duration", "warmup", "rate", "messages", "max-send-lag", "drain-timeout", "interval"}
@@ -66,12 +74,17 @@ func newK8sRunCmd(io IO) *cobra.Command {
 pods as an Indexed Job behind a headless Service and the coordinator as a
 Job, follows them, copies the results out of the coordinator's log to
 --out and --omb-json, and deletes everything it created, also on Ctrl-C
-(the coordinator then writes its partial results first). It exits with the
-coordinator's exit code ('brokerbench run --help' lists them).
+(the coordinator then writes its partial results first; a second Ctrl-C
+stops waiting for them). It exits with the coordinator's exit code
+('brokerbench run --help' lists them). The result paths the coordinator's
+output names are the ones here that its files are copied to.
 
 The image must hold this brokerbench build: 'make image' writes it as an
 OCI tarball (bin/brokerbench-image.oci.tar, tagged brokerbench:VERSION) to
-push to a registry or import into the nodes' containerd. The broker must
+push to a registry or import into the nodes' containerd, at the address of
+its socket: a node's own is /run/containerd/containerd.sock, that of the
+one-node cluster hack/local-kubernetes.sh runs is ` + localContainerdSocket + `
+(with its default K8S_DIR). The broker must
 be reachable from the pods: give --broker (or bootstrap.servers), or
 --host-network to reach a broker on the node's loopback (one node only;
 worker i then serves on 127.1.i.1).
@@ -79,7 +92,7 @@ worker i then serves on 127.1.i.1).
 --dry-run has the API server validate every object (strict field
 validation) and creates nothing; --manifests prints them as YAML instead,
 for kubectl apply.`,
-		Example: `  make image && ctr -n k8s.io images import bin/brokerbench-image.oci.tar
+		Example: `  make image && ctr --address ` + localContainerdSocket + ` -n k8s.io images import bin/brokerbench-image.oci.tar
   brokerbench k8s run workloads/quick.yaml --workers 4 --broker kafka.kafka.svc:9092
   brokerbench k8s run workloads/quick.yaml --workers 2 --host-network --pull-policy Never --out results/k8s.json
   brokerbench k8s run workloads/quick.yaml --workers 16 --manifests > run.yaml`,
@@ -158,14 +171,21 @@ func k8sRun(cmd *cobra.Command, io IO, path string, f *k8sFlags) error {
 	if err != nil {
 		return withCode(ExitInvalidInput, err)
 	}
-	sig := watchInterrupts(cmd.Context(), io.Err)
+	sig := watchK8sInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
 	fmt.Fprintf(io.Err, "run %s: %d workers in namespace %s, image %s\n", spec.Name, spec.Workers, spec.Namespace, spec.Image)
-	outcome, runErr := kube.Run(sig.stop, cfg, objs, kube.Options{DryRun: f.dryRun, Log: io.Err})
+	outcome, runErr := kube.Run(sig.stop, cfg, objs, kube.Options{
+		DryRun: f.dryRun, Log: io.Err, Abandon: sig.abandon.Done(), LocalPaths: k8sLocalPaths(out, f.ombJSON),
+	})
 	if f.dryRun {
 		return withCode(ExitRunFailed, runErr)
 	}
-	written, err := writeK8sResults(io, outcome.Files, out, f.ombJSON)
+	paths, err := writeK8sResults(outcome.Files, out, f.ombJSON)
+	written := "no results were copied"
+	if len(paths) > 0 {
+		written = "results: " + strings.Join(paths, ", ")
+		fmt.Fprintf(io.Out, "copied out of the coordinator's log: %s\n", strings.Join(paths, ", "))
+	}
 	switch {
 	case sig.stop.Err() != nil:
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted; %s", written))
@@ -268,12 +288,35 @@ func restConfig(path, context string) (*rest.Config, error) {
 	return nil, fmt.Errorf("no Kubernetes cluster to talk to: %w (give --kubeconfig, or set KUBECONFIG)", err)
 }
 
+// k8sResultFiles are the coordinator's result files by name, with where
+// each is written here given the --out and --omb-json paths ("" for not
+// written).
+func k8sResultFiles(out, ombOut string) []struct{ name, path string } {
+	return []struct{ name, path string }{
+		{"run.json", out}, {"omb.json", ombOut}, {"run.json" + results.JournalSuffix, out + results.JournalSuffix},
+	}
+}
+
+// k8sLocalPaths is what the coordinator's output says instead of the
+// paths in its pod of its result files: where each is copied here, or
+// that it is not.
+func k8sLocalPaths(out, ombOut string) map[string]string {
+	local := map[string]string{}
+	for _, f := range k8sResultFiles(out, ombOut) {
+		local[f.name] = f.path
+	}
+	if ombOut == "" {
+		local["omb.json"] = "not copied here (give --omb-json to copy them)"
+	}
+	return local
+}
+
 // writeK8sResults writes the coordinator's result files where asked and
-// says what it wrote.
-func writeK8sResults(io IO, files map[string][]byte, out, ombOut string) (string, error) {
-	var said []string
+// returns the paths it wrote.
+func writeK8sResults(files map[string][]byte, out, ombOut string) ([]string, error) {
+	var written []string
 	var errs []error
-	for _, f := range []struct{ name, path string }{{"run.json", out}, {"omb.json", ombOut}, {"run.json" + results.JournalSuffix, out + results.JournalSuffix}} {
+	for _, f := range k8sResultFiles(out, ombOut) {
 		data, ok := files[f.name]
 		if !ok || f.path == "" {
 			continue
@@ -286,13 +329,54 @@ func writeK8sResults(io IO, files map[string][]byte, out, ombOut string) (string
 			errs = append(errs, err)
 			continue
 		}
-		said = append(said, f.path)
-		fmt.Fprintf(io.Out, "results: %s\n", f.path)
+		written = append(written, f.path)
 	}
-	if len(said) == 0 {
-		return "no results were copied", errors.Join(append(errs, errors.New("the coordinator left no results"))...)
+	if len(written) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("the coordinator left no results"))
 	}
-	return "results: " + strings.Join(said, ", "), errors.Join(errs...)
+	return written, errors.Join(errs...)
+}
+
+// watchK8sInterrupts turns SIGINT and SIGTERM into the steps of a run on
+// Kubernetes: the first cancels stop (the coordinator's pod is stopped
+// with a grace period in which it writes its partial results, which are
+// copied here), the second cancels abandon (the wait for those results
+// ends; the run's objects are still deleted), and a third is no longer
+// caught: it ends the process at once.
+func watchK8sInterrupts(parent context.Context, w io.Writer) *interrupts {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	return k8sInterrupts(parent, w, sigs, func() { signal.Stop(sigs) })
+}
+
+// k8sInterrupts is watchK8sInterrupts on the signals sigs delivers;
+// unhook stops their delivery (it may be called twice).
+func k8sInterrupts(parent context.Context, w io.Writer, sigs <-chan os.Signal, unhook func()) *interrupts {
+	stop, cancelStop := context.WithCancelCause(parent)
+	abandon, cancelAbandon := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(w, "\n%s: stopping the run on Kubernetes; interrupt again to stop waiting for the coordinator's partial results (the run's objects are deleted either way)\n", s)
+			cancelStop(fmt.Errorf("%s", s))
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			unhook()
+			fmt.Fprintf(w, "\n%s again: no longer waiting for the partial results; deleting the run's objects (interrupt once more to exit at once, leaving them)\n", s)
+			cancelAbandon(fmt.Errorf("%s twice", s))
+		case <-done:
+		}
+	}()
+	return &interrupts{stop: stop, abandon: abandon, release: func() {
+		unhook()
+		close(done)
+		cancelStop(nil)
+		cancelAbandon(nil)
+	}}
 }
 
 func newK8sImageCmd(io IO) *cobra.Command {
@@ -303,7 +387,9 @@ func newK8sImageCmd(io IO) *cobra.Command {
 		Long: `image writes a container image of this brokerbench binary (static, on an
 empty base, as a non-root user) as an OCI image layout in a tar file,
 without Docker. Import it into a node's containerd with
-'ctr -n k8s.io images import FILE', or push it with crane or skopeo.`,
+'ctr --address SOCKET -n k8s.io images import FILE' (SOCKET: a node's
+/run/containerd/containerd.sock, or ` + localContainerdSocket + `
+on hack/local-kubernetes.sh's cluster), or push it with crane or skopeo.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if binary == "" {
@@ -354,7 +440,10 @@ started with 'kubectl apply' or the Helm chart in deploy/kubernetes/.`,
 			if err != nil {
 				return withCode(ExitRunFailed, err)
 			}
-			_, err = writeK8sResults(io, files, out, ombOut)
+			written, err := writeK8sResults(files, out, ombOut)
+			for _, p := range written {
+				fmt.Fprintf(io.Out, "results: %s\n", p)
+			}
 			return withCode(ExitRunFailed, err)
 		},
 	}
@@ -386,6 +475,11 @@ func newK8sCoordinatorCmd(io IO) *cobra.Command {
 			}
 			defer os.RemoveAll(dir)
 			out, omb := filepath.Join(dir, "run.json"), filepath.Join(dir, "omb.json")
+			// Named first, so that 'k8s run' can say where the paths the
+			// run prints are copied to.
+			if err := kube.WriteResultsDir(io.Out, dir); err != nil {
+				return withCode(ExitRunFailed, err)
+			}
 			code := Execute(cmd.Context(), append(args, "--out", out, "--omb-json", omb), io)
 			files := map[string][]byte{}
 			for name, p := range map[string]string{"run.json": out, "omb.json": omb, "run.json" + results.JournalSuffix: out + results.JournalSuffix} {

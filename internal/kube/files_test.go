@@ -65,3 +65,49 @@ func FuzzReadFiles(f *testing.F) {
 		}
 	})
 }
+
+// TestReadFilesAsSaysTheLocalPaths: the paths in the pod that the
+// coordinator's output names become where the files are copied here (the
+// longest name first: the journal is not run.json plus a suffix), a file
+// not copied is said to be so, and the line naming the directory is not
+// passed on.
+func TestReadFilesAsSaysTheLocalPaths(t *testing.T) {
+	var log bytes.Buffer
+	if err := WriteResultsDir(&log, "/tmp/brokerbench-results-42"); err != nil {
+		t.Fatal(err)
+	}
+	log.WriteString("results: /tmp/brokerbench-results-42/run.json (PARTIAL)\n")
+	log.WriteString("OMB results: /tmp/brokerbench-results-42/omb.json\n")
+	log.WriteString("journal: /tmp/brokerbench-results-42/run.json.journal.jsonl\n")
+	log.WriteString("other: /tmp/brokerbench-results-42/cpu.pprof\n")
+	if err := WriteFiles(&log, map[string][]byte{"run.json": []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	local := map[string]string{
+		"run.json":               "results/quick-k8s-bb-1.json",
+		"run.json.journal.jsonl": "results/quick-k8s-bb-1.json.journal.jsonl",
+		"omb.json":               "not copied here",
+	}
+	var pass bytes.Buffer
+	files, err := ReadFilesAs(&log, &pass, local)
+	if err != nil || string(files["run.json"]) != "{}" {
+		t.Fatalf("files %v, err %v", files, err)
+	}
+	want := "results: results/quick-k8s-bb-1.json (PARTIAL)\n" +
+		"OMB results: not copied here\n" +
+		"journal: results/quick-k8s-bb-1.json.journal.jsonl\n" +
+		"other: /tmp/brokerbench-results-42/cpu.pprof\n" +
+		"\n" // WriteFiles sets each file off with an empty line
+	if pass.String() != want {
+		t.Errorf("passed on:\n%s\nwant:\n%s", pass.String(), want)
+	}
+	// Without local paths (k8s results), the paths are left, and the
+	// directory's line is still not passed on.
+	pass.Reset()
+	if _, err := ReadFiles(strings.NewReader(dirLine+"/tmp/d\nresults: /tmp/d/run.json\n"), &pass); err != nil || pass.String() != "results: /tmp/d/run.json\n" {
+		t.Errorf("without local paths: %q, %v", pass.String(), err)
+	}
+	if err := WriteResultsDir(&log, "a\nb"); err == nil {
+		t.Error("a directory on two lines was accepted")
+	}
+}

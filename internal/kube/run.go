@@ -30,6 +30,14 @@ type Options struct {
 	// StartTimeout bounds how long the pods may take to start (default 5
 	// minutes).
 	StartTimeout time.Duration
+	// Abandon, once closed after the run's context has ended, ends the
+	// wait for the coordinator's partial results: Run then deletes the
+	// objects and returns what it has (nil: wait the whole grace).
+	Abandon <-chan struct{}
+	// LocalPaths are what the coordinator's output says instead of the
+	// paths in its pod of its result files, by file name ("run.json"):
+	// where they are copied here (see ReadFilesAs).
+	LocalPaths map[string]string
 }
 
 // Outcome is what the coordinator left.
@@ -171,11 +179,11 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 	go func() {
 		stream, err := c.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(logCtx)
 		if err != nil {
-			done <- read{err: fmt.Errorf("read the coordinator's log: %w", err)}
+			done <- read{err: fmt.Errorf("read the coordinator's log: %w%s", err, logHint(err))}
 			return
 		}
 		defer stream.Close()
-		files, err := ReadFiles(stream, opts.Log)
+		files, err := ReadFilesAs(stream, opts.Log, opts.LocalPaths)
 		done <- read{files, err}
 	}()
 	var got read
@@ -189,6 +197,10 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 		cancel()
 		select {
 		case got = <-done:
+		case <-opts.Abandon:
+			cancelLog()
+			got = <-done
+			got.err = errors.New("stopped waiting for the coordinator's partial results")
 		case <-time.After(opts.StopGrace + 10*time.Second):
 			cancelLog()
 			got = <-done
@@ -197,6 +209,15 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 	}
 	code, err := c.exitCode(ns, pod)
 	return Outcome{Files: got.files, ExitCode: code}, errors.Join(got.err, err)
+}
+
+// logHint says why the API server may fail to read a pod's log, for the
+// errors that do not say it themselves.
+func logHint(err error) string {
+	if strings.Contains(err.Error(), "no preferred addresses found") {
+		return " (the API server reads a pod's log through its node's kubelet, and the node reports no address of the types it is told to prefer, --kubelet-preferred-address-types: see the node's addresses with 'kubectl get nodes -o wide', and the kubelet's log for why it found none)"
+	}
+	return ""
 }
 
 // awaitCoordinator waits until the coordinator's pod has started (or
