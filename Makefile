@@ -47,7 +47,8 @@ studies-ci: build
 	done
 
 # brokerbench's container image, as an OCI tarball (no Docker needed):
-# import it with 'ctr -n k8s.io images import', or push it to a registry.
+# import it with 'ctr --address /tmp/brokerbench-k8s/containerd/containerd.sock -n k8s.io
+# images import' (hack/local-kubernetes.sh's containerd), or push it to a registry.
 image: build
 	$(BIN) k8s image --out bin/brokerbench-image.oci.tar --tag brokerbench:$(VERSION)
 
