@@ -86,3 +86,25 @@ func WithEnv(kv string) []int {
 	}
 	return pids
 }
+
+// StartTime returns when pid started, in clock ticks since the machine
+// booted (0 if pid is not a process): with the PID, it names one process,
+// not whichever later reuses the PID.
+func StartTime(pid int) uint64 {
+	stat, err := os.ReadFile(path(pid, "stat"))
+	if err != nil {
+		return 0
+	}
+	// The fields after the parenthesised command name: state is the
+	// first, start time the twentieth.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return 0
+	}
+	t, _ := strconv.ParseUint(fields[19], 10, 64)
+	return t
+}

@@ -76,3 +76,24 @@ func TestWithEnv(t *testing.T) {
 		t.Errorf("a prefix of the entry found %v", got)
 	}
 }
+
+// TestStartTime: a process has a start time, the same each time it is
+// read; a child started later has a later or equal one; no process has
+// none.
+func TestStartTime(t *testing.T) {
+	self := StartTime(os.Getpid())
+	if self == 0 || StartTime(os.Getpid()) != self {
+		t.Fatalf("this process's start time reads %d, then %d", self, StartTime(os.Getpid()))
+	}
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if child := StartTime(cmd.Process.Pid); child < self {
+		t.Errorf("child's start time %d before this process's %d", child, self)
+	}
+	if StartTime(1<<30) != 0 {
+		t.Error("a PID that does not exist has a start time")
+	}
+}
