@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -107,12 +109,25 @@ type Cluster struct {
 	Listeners []string
 	// Log receives progress messages; nil discards them.
 	Log io.Writer
+	// StartedBy is who starts the cluster, recorded with it:
+	// StartedByUser ('local up'), or, when empty, StartedByRun (this
+	// process, which stops the cluster when it ends).
+	StartedBy string
+	// Replace lets Up replace a recorded cluster of another shape, and
+	// delete its data, whoever started it. Without it, Up replaces only a
+	// cluster that a run left over (see ReplaceError).
+	Replace bool
 
 	// ID is the cluster's identity, kept in its record.
 	ID     string
 	nodes  []*Node  // from the record or the layout
 	proxy  *Node    // the link proxy of the cluster as planned or recorded
 	served []string // the listeners of the cluster as planned or recorded
+	// brokers and controllers are the sizes as planned or recorded;
+	// owner and run who started the cluster, as recorded.
+	brokers, controllers int
+	owner                string
+	run                  *runOwner
 }
 
 // linked reports whether the cluster, as planned or as recorded, carries
@@ -131,6 +146,11 @@ type record struct {
 	// Listeners are the client listeners served; none recorded: the
 	// kind's plain one.
 	Listeners []string `json:"listeners,omitempty"`
+	// StartedBy is who started the cluster (StartedByUser,
+	// StartedByRun); Run the run that did. Records written before they
+	// were kept have neither.
+	StartedBy string    `json:"startedBy,omitempty"`
+	Run       *runOwner `json:"run,omitempty"`
 }
 
 func (c *Cluster) recordFile() string { return filepath.Join(c.StateDir, "cluster.json") }
@@ -153,7 +173,8 @@ func (c *Cluster) load() (record, bool) {
 
 func (c *Cluster) save() error {
 	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.Kind.Version(), ID: c.ID,
-		Brokers: c.Brokers, Controllers: c.Controllers, Nodes: c.nodes, LinkProxy: c.proxy, Listeners: c.served}, "", "  ")
+		Brokers: c.brokers, Controllers: c.controllers, Nodes: c.nodes, LinkProxy: c.proxy, Listeners: c.served,
+		StartedBy: c.owner, Run: c.run}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -164,10 +185,16 @@ func (c *Cluster) save() error {
 func (c *Cluster) Nodes() []*Node {
 	if c.nodes == nil {
 		if r, ok := c.load(); ok {
-			c.nodes, c.ID, c.proxy, c.served = r.Nodes, r.ID, r.LinkProxy, r.Listeners
+			c.adopt(r)
 		}
 	}
 	return c.nodes
+}
+
+// adopt takes the recorded cluster r as the cluster's layout.
+func (c *Cluster) adopt(r record) {
+	c.nodes, c.ID, c.proxy, c.served = r.Nodes, r.ID, r.LinkProxy, r.Listeners
+	c.brokers, c.controllers, c.owner, c.run = r.Brokers, r.Controllers, r.StartedBy, r.Run
 }
 
 // Node returns the node with id, or nil.
@@ -223,6 +250,32 @@ type Status struct {
 	LinkProxy   *NodeStatus       `json:"linkProxy,omitempty"`
 	ClientHosts map[string]string `json:"clientHosts,omitempty"`
 	StateDir    string            `json:"stateDir"`
+	// Brokers and Controllers are the numbers of broker nodes and of
+	// dedicated controller nodes.
+	Brokers     int `json:"brokers"`
+	Controllers int `json:"controllers,omitempty"`
+	// StartedBy says who started the cluster: StartedByUser,
+	// StartedByRun, or "" for a record that does not say.
+	StartedBy string `json:"startedBy,omitempty"`
+	// RunPID is the run in progress that started the cluster and stops
+	// it when it ends; 0 if none.
+	RunPID int `json:"runPid,omitempty"`
+}
+
+// Shape is the cluster's shape: its size, links and listeners.
+func (s Status) Shape() Shape {
+	return Shape{Brokers: s.Brokers, Controllers: s.Controllers, Links: s.LinkProxy != nil, Listeners: s.Listeners}
+}
+
+// NodesRunning counts the nodes that run.
+func (s Status) NodesRunning() int {
+	n := 0
+	for _, ns := range s.Nodes {
+		if ns.Running {
+			n++
+		}
+	}
+	return n
 }
 
 // Endpoints returns the addresses of the broker nodes' listener: the
@@ -260,6 +313,12 @@ func (c *Cluster) Status() Status {
 	if ls := c.listeners(); len(ls) > 0 && len(nodes) > 0 {
 		st.Listeners, st.Security = ls, c.Security()
 	}
+	if len(nodes) > 0 {
+		st.Brokers, st.Controllers, st.StartedBy = c.brokers, c.controllers, c.owner
+		if c.owner == StartedByRun && c.run.live() {
+			st.RunPID = c.run.PID
+		}
+	}
 	st.Running = len(c.Nodes()) > 0
 	for _, n := range c.Nodes() {
 		pid, running := n.PID()
@@ -295,28 +354,47 @@ func (c *Cluster) metricsURL(n *Node) string {
 }
 
 // Up installs the kind's release if needed and starts the cluster, or
-// reuses it if it already runs with the same size. Nodes left running by a
-// cluster that was not stopped (a killed brokerbench, a different size) are
-// stopped first, and said so. It waits until the kind says the cluster is
-// ready.
+// reuses it if it already runs with the same shape (see Shape); a stopped
+// cluster of the same shape starts again with its data. A recorded cluster
+// of another shape is replaced, its data deleted, only if Replace is set
+// or a run started it that has ended (or is this process): else, when
+// 'local up' started it or a run in progress, Up changes nothing and
+// returns a *ReplaceError. Nodes still running from a cluster it replaces are
+// stopped first, and said so. It waits, saying what for every few seconds,
+// until the kind says the cluster is ready, failing early if a node stops.
 func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	if err := c.CheckListeners(); err != nil {
 		return Status{}, err
 	}
 	prev, had := c.load()
 	c.served = nil
+	defaults := (&Cluster{Kind: c.Kind}).listeners()
 	want, recorded := c.listeners(), prev.Listeners
 	if recorded == nil && had {
-		recorded = (&Cluster{Kind: c.Kind}).listeners()
+		recorded = defaults
 	}
 	same := had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers && (prev.LinkProxy != nil) == c.Links && slices.Equal(want, recorded)
+	if had && !same && !c.mayReplace(prev) {
+		return Status{}, c.replaceError(prev, Shape{Brokers: c.Brokers, Controllers: c.Controllers, Links: c.Links, Listeners: want}, defaults)
+	}
 	if same {
-		c.nodes, c.ID, c.proxy, c.served = prev.Nodes, prev.ID, prev.LinkProxy, prev.Listeners
+		c.adopt(prev)
+		claimed := c.claim(prev)
 		if st := c.Status(); st.Running {
+			if claimed {
+				if err := c.save(); err != nil {
+					return Status{}, fmt.Errorf("record the cluster in %s: %w", c.StateDir, err)
+				}
+			}
 			return st, c.waitReady(ctx, 60*time.Second)
 		}
 	}
 	if had {
+		if !same && !prev.Run.isSelf() { // this process knows what it replaces its own clusters with
+			st := (&Cluster{Kind: c.Kind, StateDir: c.StateDir}).Status()
+			c.logf("replacing the %s cluster recorded in %s (%s; %s, %s) with one of %s: its data is deleted",
+				c.Kind.Name(), c.StateDir, prev.shape(defaults), replaceState(st), Origin(st.StartedBy, st.RunPID), Shape{Brokers: c.Brokers, Controllers: c.Controllers, Links: c.Links, Listeners: want})
+		}
 		left := prev.Nodes
 		if prev.LinkProxy != nil {
 			left = append(left, prev.LinkProxy)
@@ -334,6 +412,10 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	if fresh {
+		c.owner, c.run = c.startedBy(), nil
+		if c.owner == StartedByRun {
+			c.run = self()
+		}
 		if err := c.makeCredentials(); err != nil {
 			return Status{}, fmt.Errorf("make the cluster's certificates and password: %w", err)
 		}
@@ -358,10 +440,11 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		}
 	}
 	ordered, inOrder := c.Kind.(StartInOrder)
-	for _, n := range c.nodes {
+	for i, n := range c.nodes {
 		err := c.startNode(n)
 		if err == nil && inOrder && fresh {
-			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("node %d", n.ID), func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
+			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (a new cluster's nodes start one after another)", c.Kind.Name(), n.ID),
+				c.nodes[:i+1], func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
 		}
 		if err != nil {
 			_ = c.Down()
@@ -377,6 +460,71 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
+// mayReplace reports whether Up may replace the recorded cluster prev, of
+// another shape: when told to, or when prev is brokerbench's own, a
+// cluster a run started that has ended or is this process.
+func (c *Cluster) mayReplace(prev record) bool {
+	return c.Replace || prev.leftOver()
+}
+
+// startedBy is who starts the cluster: StartedBy, by default a run.
+func (c *Cluster) startedBy() string {
+	if c.StartedBy == "" {
+		return StartedByRun
+	}
+	return c.StartedBy
+}
+
+// claim makes the cluster, recorded as prev and reused with its shape,
+// the one who starts it now: 'local up' takes over any cluster but one
+// a run in progress started (it then runs until 'local down'); a run
+// takes over one a run left over. A run reusing a cluster 'local up'
+// started leaves it the user's. It reports whether the owner changed.
+func (c *Cluster) claim(prev record) bool {
+	inUse := prev.StartedBy == StartedByRun && !prev.leftOver()
+	switch {
+	case c.startedBy() == StartedByUser && prev.StartedBy != StartedByUser && !inUse:
+		c.owner, c.run = StartedByUser, nil
+	case c.startedBy() == StartedByRun && prev.StartedBy == StartedByRun && prev.leftOver() && !prev.Run.isSelf():
+		c.owner, c.run = StartedByRun, self()
+	default:
+		return false
+	}
+	return true
+}
+
+// replaceError describes the refusal to replace the recorded cluster prev
+// with one of the shape asked.
+func (c *Cluster) replaceError(prev record, asked Shape, defaults []string) *ReplaceError {
+	st := (&Cluster{Kind: c.Kind, StateDir: c.StateDir}).Status()
+	return &ReplaceError{Kind: c.Kind.Name(), StateDir: c.StateDir, Recorded: prev.shape(defaults), Asked: asked,
+		Running: st.Running, NodesRunning: st.NodesRunning(), StartedBy: st.StartedBy, RunPID: st.RunPID, DataBytes: dataBytes(prev.Nodes)}
+}
+
+// replaceState says whether the cluster of st runs.
+func replaceState(st Status) string {
+	e := ReplaceError{Running: st.Running, NodesRunning: st.NodesRunning(), Recorded: st.Shape()}
+	return e.State()
+}
+
+// Attach takes the cluster recorded in StateDir as it is, running: its
+// size, links and listeners become the cluster's, whatever was asked
+// for, and nothing is started, stopped or recorded. It waits, bounded and
+// saying what for, until the kind says the cluster is ready.
+func (c *Cluster) Attach(ctx context.Context) (Status, error) {
+	r, ok := c.load()
+	if !ok {
+		return Status{}, fmt.Errorf("no %s cluster is recorded in %s", c.Kind.Name(), c.StateDir)
+	}
+	c.adopt(r)
+	c.Brokers, c.Controllers, c.Links, c.Listeners = r.Brokers, r.Controllers, r.LinkProxy != nil, r.Listeners
+	st := c.Status()
+	if !st.Running {
+		return st, fmt.Errorf("the %s cluster in %s is not running (%d of %d nodes run)", c.Kind.Name(), c.StateDir, st.NodesRunning(), len(st.Nodes))
+	}
+	return st, c.waitReady(ctx, 60*time.Second)
+}
+
 // stopLeftovers stops the running nodes of a previous layout.
 func (c *Cluster) stopLeftovers(nodes []*Node) error {
 	var running []*Node
@@ -386,7 +534,7 @@ func (c *Cluster) stopLeftovers(nodes []*Node) error {
 			running = append(running, n)
 		}
 	}
-	return errors.Join(stopAll(running), c.stopForked(nodes))
+	return errors.Join(c.stopAll(running), c.stopForked(nodes))
 }
 
 // stopForked stops what stopped nodes forked and left running.
@@ -412,6 +560,7 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		c.ID = newClusterID()
 	}
 	c.nodes = c.Kind.Layout(c)
+	c.brokers, c.controllers = c.Brokers, c.Controllers
 	c.proxy = nil
 	planned := c.nodes
 	if c.Links {
@@ -463,47 +612,113 @@ func (c *Cluster) startNode(n *Node) error {
 	return nil
 }
 
+// progressEvery is how often a wait for a cluster's nodes says what it
+// waits for.
+var progressEvery = 5 * time.Second
+
+// attemptLimit bounds one check of readiness, even one that ignores its
+// context.
+const attemptLimit = 5 * time.Second
+
 // waitReady waits until the kind says the cluster is ready, failing early
-// if a node exits.
+// if a node stops.
 func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
-	return c.waitFor(ctx, limit, "cluster", func(ctx context.Context) error { return c.Kind.Ready(ctx, c) })
+	what := fmt.Sprintf("the %s cluster in %s to be ready (every node up and serving clients)", c.Kind.Name(), c.StateDir)
+	return c.waitFor(ctx, limit, what, c.nodes, func(ctx context.Context) error { return c.Kind.Ready(ctx, c) })
 }
 
-// waitFor waits until ready returns nil, failing early if a started node
-// exits; what names the part of the cluster waited for in errors.
-func (c *Cluster) waitFor(ctx context.Context, limit time.Duration, what string, ready func(context.Context) error) error {
+// waitFor waits, at most limit, until ready returns nil; what says what
+// it waits for ("the kafka cluster in DIR to be ready"). Every
+// progressEvery it says so, with the time waited and the last answer. It
+// fails at once when one of nodes, which run when it starts, stops: by
+// itself, or from outside ('local down' in another shell, a kill).
+func (c *Cluster) waitFor(ctx context.Context, limit time.Duration, what string, nodes []*Node, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	pids := make([]int, len(nodes))
+	for i, n := range nodes {
+		pids[i], _ = readPID(n.pidFile())
+	}
+	began := time.Now()
+	say := began.Add(progressEvery)
 	var last error
 	for {
-		for _, n := range c.nodes {
-			if _, err := os.Stat(n.pidFile()); err != nil {
-				continue // not started yet
-			}
-			if !n.runningAfterExec() {
-				return fmt.Errorf("%s node %d exited during start-up; last lines of %s:\n%s", c.Kind.Name(), n.ID, n.LogFile(), tail(n.LogFile(), 15))
+		for i, n := range nodes {
+			if err := c.checkRunning(n, pids[i]); err != nil {
+				return err
 			}
 		}
 		if c.proxy != nil {
 			if _, ok := c.proxy.PID(); !ok {
-				return fmt.Errorf("the link proxy exited; last lines of %s:\n%s", c.proxy.LogFile(), tail(c.proxy.LogFile(), 15))
+				return fmt.Errorf("the link proxy exited while waiting for %s; last lines of %s:\n%s", what, c.proxy.LogFile(), tail(c.proxy.LogFile(), 15))
 			}
 		}
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		last = ready(rctx)
-		rcancel()
-		if last == nil {
+		if last = attempt(ctx, ready); last == nil {
 			return nil
+		}
+		if now := time.Now(); !now.Before(say) {
+			c.logf("waiting for %s: %s so far, at most %s; last answer: %v", what, now.Sub(began).Round(time.Second), limit, last)
+			say = now.Add(progressEvery)
 		}
 		select {
 		case <-ctx.Done():
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("interrupted while the %s %s in %s was starting (%v): %w", c.Kind.Name(), what, c.StateDir, last, ctx.Err())
+				return fmt.Errorf("interrupted while waiting for %s (last answer: %v): %w", what, last, ctx.Err())
 			}
-			return fmt.Errorf("%s %s in %s not ready within %s: %v", c.Kind.Name(), what, c.StateDir, limit, last)
+			return fmt.Errorf("gave up waiting for %s after %s; last answer: %v", what, limit, last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// attempt calls ready once, bounded by attemptLimit: a check that does
+// not return when its context ends is left behind, not waited for.
+func attempt(ctx context.Context, ready func(context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, attemptLimit)
+	defer cancel()
+	began := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- ready(actx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-actx.Done():
+	}
+	select { // a check that heeds its context returns its own error now
+	case err := <-done:
+		return err
+	case <-time.After(time.Second):
+		return fmt.Errorf("no answer after %s", time.Since(began).Round(100*time.Millisecond))
+	}
+}
+
+// checkRunning returns an error saying how node n stopped if its process,
+// pid when the wait began (0: none), no longer runs.
+func (c *Cluster) checkRunning(n *Node, started int) error {
+	pid, err := readPID(n.pidFile())
+	switch {
+	case err != nil && started != 0:
+		return fmt.Errorf("%s node %d (pid %d) was stopped from outside while brokerbench waited for it: its PID file is gone, as 'brokerbench local down' removes it%s",
+			c.Kind.Name(), n.ID, started, lastLinesOf(n.LogFile()))
+	case err != nil:
+		return fmt.Errorf("%s node %d is not running: it has no PID file in %s", c.Kind.Name(), n.ID, n.Dir)
+	case started != 0 && pid != started:
+		return fmt.Errorf("%s node %d was started again from outside while brokerbench waited for it (pid %d, then %d)", c.Kind.Name(), n.ID, started, pid)
+	}
+	if n.runningAfterExec() {
+		return nil
+	}
+	return fmt.Errorf("%s node %d (pid %d) %s while brokerbench waited for it%s",
+		c.Kind.Name(), n.ID, pid, n.exitReason(pid), lastLinesOf(n.LogFile()))
+}
+
+// lastLinesOf is the end of the log at path for an error message: "; last
+// lines of PATH:\n...", or that it is empty.
+func lastLinesOf(path string) string {
+	if t := tail(path, 15); t != "" {
+		return fmt.Sprintf("; last lines of %s:\n%s", path, t)
+	}
+	return fmt.Sprintf(" (%s is empty)", path)
 }
 
 // runningAfterExec reports whether the node's process runs, looking
@@ -543,7 +758,7 @@ func (c *Cluster) Down() error {
 			_ = os.Remove(n.pidFile())
 		}
 	}
-	err := errors.Join(stopAll(running), c.stopForked(c.Nodes()))
+	err := errors.Join(c.stopAll(running), c.stopForked(c.Nodes()))
 	if c.proxy != nil {
 		// The links go last: nodes shutting down still talk to each other.
 		if pid, ok := c.proxy.PID(); ok {
@@ -555,9 +770,11 @@ func (c *Cluster) Down() error {
 }
 
 // stopAll stops nodes in parallel: a quorum member waits for the others,
-// so stopping them one by one takes longest.
-func stopAll(nodes []*Node) error {
+// so stopping them one by one takes longest. Every progressEvery it says
+// which nodes it still waits for.
+func (c *Cluster) stopAll(nodes []*Node) error {
 	errs := make([]error, len(nodes))
+	stopped := make([]atomic.Bool, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Add(1)
@@ -565,12 +782,33 @@ func stopAll(nodes []*Node) error {
 			defer wg.Done()
 			// A paused node ignores SIGTERM until continued.
 			_ = n.Resume()
-			errs[i] = n.Stop(30 * time.Second)
+			errs[i] = n.Stop(stopGrace)
+			stopped[i].Store(true)
 		}()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	began := time.Now()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return errors.Join(errs...)
+		case now := <-tick.C:
+			var left []string
+			for i, n := range nodes {
+				if !stopped[i].Load() {
+					left = append(left, strconv.Itoa(n.ID))
+				}
+			}
+			c.logf("waiting for %s node(s) %s to exit: %s so far; SIGKILL after %s", c.Kind.Name(), strings.Join(left, ", "), now.Sub(began).Round(time.Second), stopGrace)
+		}
+	}
 }
+
+// stopGrace is how long a node is given to stop after SIGTERM.
+const stopGrace = 30 * time.Second
 
 // loopbackHost returns the loopback address of a cluster's node: a
 // single node keeps 127.0.0.1; in a cluster, broker i is 127.0.1.i and

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,40 @@ type Node struct {
 	// Ports maps each of the node's listeners to its port on Host.
 	Ports map[string]int `json:"ports"`
 	Dir   string         `json:"dir"`
+	// exit is what became of the process this process last started for
+	// the node; nil if it started none.
+	exit *exited
+}
+
+// exited is how a node's process that this process started ended, once
+// it has: its reaper records it.
+type exited struct {
+	pid   int
+	mu    sync.Mutex
+	state *os.ProcessState
+}
+
+// exitReason says how the node's process pid ended, if this process
+// started it and saw it end: "was ended by signal 9 (killed)", "exited
+// with status 1"; else "is no longer running".
+func (n *Node) exitReason(pid int) string {
+	if n.exit == nil || n.exit.pid != pid {
+		return "is no longer running"
+	}
+	n.exit.mu.Lock()
+	ps := n.exit.state
+	n.exit.mu.Unlock()
+	if ps == nil {
+		return "is no longer running"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was ended by signal %d (%v) from outside", int(ws.Signal()), ws.Signal())
+	}
+	if code := ps.ExitCode(); code > 128 && code < 128+65 {
+		sig := syscall.Signal(code - 128)
+		return fmt.Sprintf("exited with status %d, as it does when sent signal %d (%v) from outside", code, int(sig), sig)
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
 }
 
 // Addr returns host:port of the node's listener.
@@ -89,8 +124,15 @@ func (n *Node) start(argv, env []string) (int, error) {
 	}
 	pid := cmd.Process.Pid
 	// Reap the process if it exits while this process still runs, so that
-	// it does not linger as a zombie.
-	go func() { _ = cmd.Wait() }()
+	// it does not linger as a zombie, and keep how it ended.
+	ex := &exited{pid: pid}
+	n.exit = ex
+	go func() {
+		_ = cmd.Wait()
+		ex.mu.Lock()
+		ex.state = cmd.ProcessState
+		ex.mu.Unlock()
+	}()
 	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return pid, fmt.Errorf("write node %d PID file: %w", n.ID, err)
 	}
