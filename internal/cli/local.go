@@ -29,6 +29,9 @@ type localFlags struct {
 	brokers     int
 	controllers int
 	links       bool
+	// replace lets a cluster of another shape be replaced, deleting its
+	// data, whoever started it (--replace).
+	replace bool
 	// security lists the client listeners of 'local up' (--security).
 	security []string
 	// flags are the command's, to tell a port given as 0 from none given.
@@ -47,19 +50,20 @@ func (f *localFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.links, "links", false, "route every connection between nodes, and from clients to nodes, through brokerbench's link proxy, so that workloads can delay, throttle or cut single links (link faults, study setups' network:)")
 }
 
-// registerTarget adds --local-port to a command that runs against the local
-// broker when no address is given (run, study).
+// registerTarget adds --local-port and --replace to a command that runs
+// against the local broker when no address is given (run, study, clean).
 func (f *localFlags) registerTarget(cmd *cobra.Command) {
 	f.portFlag, f.brokersFlag, f.flags = "local-port", "local-brokers", cmd.Flags()
 	cmd.Flags().IntVar(&f.port, "local-port", 0, "client port of the local broker used when no broker address is given (default: the broker's usual port, Kafka 9092)")
+	cmd.Flags().BoolVar(&f.replace, "replace", false, "replace a local cluster that does not fit the runs even if 'local up' started it, deleting its data (without it, such a cluster is left as it is and the command stops with what to do)")
 	f.brokers = 1
 }
 
 // registerLocalBrokers adds --local-brokers to run: the size of the local
 // cluster (studies take it from each setup).
 func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&f.brokers, "local-brokers", 1, fmt.Sprintf("brokers of the local Kafka cluster used when no broker address is given (1 to %d; a running cluster of another size is replaced)", maxLocalBrokers))
-	cmd.Flags().BoolVar(&f.links, "local-links", false, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload); a running cluster without them is replaced")
+	cmd.Flags().IntVar(&f.brokers, "local-brokers", 0, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", maxLocalBrokers))
+	cmd.Flags().BoolVar(&f.links, "local-links", false, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
 }
 
 // validate checks the local broker flags.
@@ -71,7 +75,8 @@ func (f *localFlags) validate() error {
 	if f.heapMB != 0 && f.heapMB < 128 {
 		errs = append(errs, usageError{fmt.Errorf("--heap-mb: must be at least 128, got %d", f.heapMB)})
 	}
-	if f.brokers < 1 || f.brokers > maxLocalBrokers {
+	// --local-brokers left out (0) lets the workload say.
+	if inferred := f.brokers == 0 && f.brokersFlag == "local-brokers" && (f.flags == nil || !f.flags.Changed(f.brokersFlag)); !inferred && (f.brokers < 1 || f.brokers > maxLocalBrokers) {
 		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and %d on one machine, got %d", f.brokersFlag, maxLocalBrokers, f.brokers)})
 	}
 	if f.controllers < 0 || f.controllers > 5 || f.controllers%2 == 0 && f.controllers != 0 {
@@ -132,6 +137,9 @@ func printStatus(io IO, st local.Status) {
 		state = "running"
 	}
 	fmt.Fprintf(io.Out, "%s %s: %s, %d node(s), bootstrap %s\n", st.Kind, st.Version, state, len(st.Nodes), strings.Join(st.Bootstrap, ","))
+	if len(st.Nodes) > 0 {
+		fmt.Fprintf(io.Out, "  %s; %s\n", st.Shape(), local.Origin(st.StartedBy, st.RunPID))
+	}
 	for _, n := range st.Nodes {
 		ports := make([]string, 0, len(n.Ports))
 		for name, p := range n.Ports {
@@ -152,8 +160,10 @@ func printStatus(io IO, st local.Status) {
 		fmt.Fprintf(io.Out, "  link proxy: %s; API %s; log %s\n", state, p.Addr("api"), p.Log)
 		fmt.Fprintf(io.Out, "  the bootstrap names resolve for clients as: %s\n", formatHosts(st.ClientHosts))
 	}
-	if len(st.Listeners) > 1 || st.Security != nil {
+	if len(st.Listeners) > 1 {
 		fmt.Fprintf(io.Out, "  listeners: %s on the bootstrap addresses; %s on the ports of their names\n", st.Listeners[0], strings.Join(st.Listeners[1:], ", "))
+	} else if st.Security != nil {
+		fmt.Fprintf(io.Out, "  listeners: %s on the bootstrap addresses\n", st.Listeners[0])
 	}
 	if sec := st.Security; sec != nil {
 		fmt.Fprintf(io.Out, "  TLS: trust %s (the cluster's own CA); client key store (PEM) %s\n", sec.CAFile, sec.ClientKeyStore)
@@ -204,14 +214,32 @@ root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 	up := &cobra.Command{
 		Use:   "up kafka",
 		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
+		Long: `up starts a local cluster and waits until every node serves, saying every
+few seconds what it waits for. It runs until 'local down'; runs that need
+no more than it offers use it as it is and leave it running.
+
+A cluster of the same shape (brokers, controllers, links, listeners)
+already recorded is used again: as it is if it runs, else started again
+with its data. A cluster of another shape that 'up' started is kept, and
+up stops saying what it is, unless --replace is given: replacing it
+deletes its data. A cluster a run started and left behind is replaced.`,
 		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n" +
-			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092",
+			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092\n  brokerbench local up kafka --brokers 3 --replace",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cluster(cmd, args)
 			if err != nil {
 				return err
 			}
+			c.StartedBy, c.Replace = local.StartedByUser, f.replace
 			st, err := c.Up(cmd.Context())
+			var re *local.ReplaceError
+			switch {
+			case errors.As(err, &re) && re.RunPID != 0:
+				return withCode(ExitInvalidInput, fmt.Errorf("%w. Wait for that run to end, or add --replace to this command (that run then fails)", err))
+			case errors.As(err, &re):
+				return withCode(ExitInvalidInput, fmt.Errorf("%w. To keep it, start it as it is: 'brokerbench local up %s'; to replace it, add --replace to this command",
+					err, upFlags(re.Kind, re.StateDir, re.Recorded)))
+			}
 			if err != nil {
 				return fmt.Errorf("%w%s", err, f.portAdvice(err))
 			}
@@ -252,6 +280,7 @@ root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	up.Flags().BoolVar(&f.replace, "replace", false, "replace a recorded cluster of another shape, running or stopped, deleting its data")
 	for _, c := range []*cobra.Command{up, down, status} {
 		f.register(c)
 		cmd.AddCommand(c)

@@ -128,6 +128,19 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if err := checkStudy(s, runs, tgt); err != nil {
 		return "", err
 	}
+	if f.broker == "" && !f.list {
+		// A local cluster that does not fit a setup, and may not be
+		// replaced, stops the study before its first run.
+		for _, r := range runs {
+			if r.Skip != "" {
+				continue
+			}
+			tgt.wantSetup(r.Setup, r.Workload)
+			if err := tgt.checkLocal(r.Driver); err != nil {
+				return "", err
+			}
+		}
+	}
 	if f.list {
 		for i, r := range runs {
 			state := fmt.Sprintf("%s warmup + %s", r.Workload.Warmup, r.Workload.Duration)
@@ -156,7 +169,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	workers := localWorkerPool{}
 	defer workers.stop()
 	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
-		tgt.wantCluster(r.Setup.Brokers, r.Setup.Network, r.Workload)
+		tgt.wantSetup(r.Setup, r.Workload)
 		drv, env, err := tgt.connect(ctx, r.Driver)
 		if err != nil {
 			return nil, err

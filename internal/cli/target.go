@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,18 +23,29 @@ import (
 )
 
 // target is where runs go: the broker addresses given with --broker, the
-// driver config's own bootstrap servers, or else a local Kafka cluster,
-// started on first use with the size asked for, and replaced when another
-// size is asked for.
+// driver config's own bootstrap servers, or else a local cluster of the
+// driver's broker kind: the one running, used as it is when it fits the
+// runs, or else one started for them, of the size they need (see
+// chooseLocal), which a run leaves running and a study stops.
 type target struct {
 	io        IO
 	endpoints []string
 	local     localFlags
 	// cluster is the local cluster in use; started says this process
-	// started it.
+	// started it (or started again one that was stopped), so that release
+	// stops it.
 	cluster *local.Cluster
 	started bool
 	status  local.Status
+	// size is the number of brokers of the local cluster the next runs
+	// ask for, exactly when exact (--local-brokers, a study setup's
+	// brokers); else they need at least the replication factor, rf (0:
+	// the driver config's). setup names the study setup asking, whose
+	// shape is matched exactly, links included.
+	size  int
+	exact bool
+	rf    int
+	setup string
 	// fresh: the cluster was just started and has not been warmed up.
 	fresh bool
 	// network shapes the local cluster's links; nil: none.
@@ -72,36 +87,309 @@ func newTarget(io IO, broker string, local localFlags) *target {
 }
 
 // wantCluster sets the local cluster the next runs of w go to: its number
-// of brokers, and its network. Its links pass through the link proxy when
-// network is set or w has link faults.
+// of brokers (0: as many as w's replication factor, at least 1; a running
+// cluster with at least that many then serves), and its network. Its
+// links pass through the link proxy when network is set or w has link
+// faults.
 func (t *target) wantCluster(brokers int, network *workload.Network, w *workload.Workload) {
-	t.local.brokers = max(1, brokers)
+	t.size, t.exact, t.rf, t.setup = brokers, brokers > 0, w.ReplicationFactor, ""
 	t.network = network
 	t.local.links = network != nil || w.NeedsLinks()
 }
 
+// wantSetup sets the local cluster a study's run of w on setup s goes
+// to: the setup's shape, exactly.
+func (t *target) wantSetup(s workload.Setup, w *workload.Workload) {
+	t.wantCluster(max(1, s.Brokers), s.Network, w)
+	t.setup = s.Name
+}
+
+// localNeed is what the next runs need of a local cluster.
+type localNeed struct {
+	kind string
+	// brokers is the number of brokers: exactly that many when exact,
+	// else at least; why says who asks ("--local-brokers 3", "the
+	// workload's replication factor 3").
+	brokers int
+	exact   bool
+	why     string
+	// links: the links must pass through the link proxy (network,
+	// link faults); strict: the cluster must be of this shape exactly,
+	// links included (a study setup, compared with others).
+	links, strict bool
+	// listener is the client listener the driver connects to.
+	listener string
+	// replace: a cluster that does not fit may be replaced, whoever
+	// started it (--replace).
+	replace bool
+	// self is this process's PID.
+	self int
+}
+
+// need returns what runs of a driver for dc need of the local cluster.
+func (t *target) need(dc *workload.DriverConfig) (localNeed, error) {
+	reg, _ := driver.Lookup(dc.Name)
+	n := localNeed{kind: t.localKind(dc), links: t.local.links, strict: t.setup != "", replace: t.local.replace, self: os.Getpid()}
+	if reg.LocalListener != nil {
+		n.listener = reg.LocalListener(dc)
+	}
+	rf := t.rf
+	if rf == 0 {
+		rf = dc.ReplicationFactor
+	}
+	switch {
+	case t.setup != "":
+		n.brokers, n.exact, n.why = t.size, true, fmt.Sprintf("setup %q", t.setup)
+	case t.exact:
+		n.brokers, n.exact, n.why = t.size, true, fmt.Sprintf("--%s %d", t.local.brokersFlag, t.size)
+		if rf > t.size {
+			return n, fmt.Errorf("--%s %d cannot hold the workload's replication factor %d: give at least %d, or leave it out and the run uses (or starts) a cluster of at least %d", t.local.brokersFlag, t.size, rf, rf, rf)
+		}
+	default:
+		n.brokers, n.why = max(1, rf), fmt.Sprintf("the workload's replication factor %d", max(1, rf))
+		if n.brokers > maxLocalBrokers {
+			return n, fmt.Errorf("the workload's replication factor %d needs %d brokers; a local cluster has at most %d: run it against a larger cluster with --broker", rf, rf, maxLocalBrokers)
+		}
+	}
+	return n, nil
+}
+
+// chooseLocal decides what runs that need need do about the local
+// cluster st describes (the one recorded in the state directory, perhaps
+// none): use it as it is (true), or start one (false: a new one of the
+// shape needed, or the recorded one started again with its data when it
+// has that shape), or neither (an error saying why and what to do).
+//
+// A running cluster that fits is used as it is, unless another run in
+// progress started it. A cluster that does not fit is replaced when this
+// process or an ended run started it (brokerbench's own); when 'local up'
+// started it, or another run in progress, it is left as it is unless
+// need.replace, and the runs are refused. A stopped cluster 'local up'
+// started is started again only when it has the shape needed.
+func chooseLocal(st local.Status, need localNeed) (bool, error) {
+	if len(st.Nodes) == 0 || st.StartedBy == local.StartedByRun && st.RunPID == need.self {
+		return false, nil
+	}
+	misfit := misfit(st, need)
+	if st.RunPID == 0 && st.Running && misfit == "" {
+		return true, nil
+	}
+	if need.replace || st.StartedBy == local.StartedByRun && st.RunPID == 0 {
+		return false, nil
+	}
+	what := fmt.Sprintf("the local %s cluster in %s (%s; %s, %s)", st.Kind, st.StateDir, st.Shape(), stateWords(st), local.Origin(st.StartedBy, st.RunPID))
+	if st.RunPID != 0 {
+		return false, fmt.Errorf("%s is in use: wait for that run to end, give these runs a cluster of their own on another port with --local-port, or add --replace to take it over (that run then fails)", what)
+	}
+	keep := "brokerbench leaves a cluster that 'local up' started as it is unless told otherwise"
+	if st.Running {
+		return false, fmt.Errorf("%s cannot take these runs: it %s. %s: replace it with one that fits, %s, or add --replace to have these runs replace it (deleting its data); or give them a cluster of their own on another port with --local-port",
+			what, misfit, keep, fitCommand(st, need))
+	}
+	if n := st.NodesRunning(); n > 0 {
+		return false, fmt.Errorf("%s is not whole: %d of its %d nodes run. %s: start its other nodes with 'brokerbench local up %s', or add --replace to have these runs replace it (deleting its data)",
+			what, n, len(st.Nodes), keep, upFlags(st.Kind, st.StateDir, st.Shape()))
+	}
+	if misfit == "" && sameShape(st, need) {
+		return false, nil // started again as it is, with its data
+	}
+	reason := "is not the shape these runs need: it " + misfit
+	if misfit == "" {
+		reason = fmt.Sprintf("is not the shape these runs would start (%s)", neededShape(st, need))
+	}
+	return false, fmt.Errorf("%s %s. Starting another in its place would delete it and its data: start it with 'brokerbench local up %s' and these runs use it as it is, or add --replace to have them replace it (deleting its data); or give them a cluster of their own on another port with --local-port",
+		what, reason, upFlags(st.Kind, st.StateDir, st.Shape()))
+}
+
+// misfit says why the cluster st describes cannot take runs that need
+// need ("has 1 broker; the workload's replication factor 3 needs at least
+// 3"); "" if it can.
+func misfit(st local.Status, need localNeed) string {
+	switch {
+	case need.exact && st.Brokers != need.brokers:
+		return fmt.Sprintf("has %s; %s asks for %d", plural(st.Brokers, "broker"), need.why, need.brokers)
+	case !need.exact && st.Brokers < need.brokers:
+		return fmt.Sprintf("has %s; %s needs at least %d", plural(st.Brokers, "broker"), need.why, need.brokers)
+	case need.links && st.LinkProxy == nil:
+		return "does not carry its links through the link proxy, which the runs' network or link faults need"
+	case need.strict && !need.links && st.LinkProxy != nil:
+		return fmt.Sprintf("carries its links through the link proxy, which %s does not ask for (its runs would measure the proxy too)", need.why)
+	case len(st.Endpoints(need.listener)) == 0:
+		return fmt.Sprintf("serves %s, not the %q listener the driver config connects to ('brokerbench local status %s' lists its listeners and credentials)", strings.Join(st.Listeners, ", "), need.listener, strings.Join(append([]string{st.Kind}, whereFlags(st.Kind, st.StateDir)...), " "))
+	}
+	return ""
+}
+
+// sameShape reports whether the recorded cluster st describes is the
+// shape runs that need need would start, so that starting it keeps it and
+// its data.
+func sameShape(st local.Status, need localNeed) bool {
+	return st.Brokers == need.brokers && st.Controllers == 0 && (st.LinkProxy != nil) == need.links && len(st.Endpoints(need.listener)) > 0
+}
+
+// neededShape describes the cluster runs that need need would start in
+// place of the one st describes.
+func neededShape(st local.Status, need localNeed) local.Shape {
+	s := local.Shape{Brokers: need.brokers, Links: need.links}
+	if len(st.Endpoints(need.listener)) > 0 {
+		s.Listeners = st.Listeners
+	}
+	return s
+}
+
+// stateWords says whether the cluster st describes runs.
+func stateWords(st local.Status) string {
+	switch n := st.NodesRunning(); {
+	case st.Running:
+		return "running"
+	case n == 0:
+		return "stopped"
+	default:
+		return fmt.Sprintf("%d of %d nodes running", n, len(st.Nodes))
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// fitCommand is the 'local up' command that replaces the cluster st
+// describes with one that fits need, keeping its links and the listeners
+// it serves, adding the one need connects to.
+func fitCommand(st local.Status, need localNeed) string {
+	s := st.Shape()
+	s.Brokers = max(s.Brokers, need.brokers)
+	if need.exact {
+		s.Brokers = need.brokers
+	}
+	s.Links = s.Links || need.links
+	if need.strict && !need.links {
+		s.Links = false
+	}
+	if len(st.Endpoints(need.listener)) == 0 && need.listener != "" {
+		s.Listeners = append(slices.Clip(s.Listeners), need.listener)
+		c, err := local.New(st.Kind, 0, 1)
+		if err == nil {
+			c.Listeners = s.Listeners
+			if c.CheckListeners() != nil {
+				if sec, ok := c.Kind.(local.Securer); ok {
+					s.Listeners = sec.Listeners()
+				}
+			}
+		}
+	}
+	return "'brokerbench local up " + upFlags(st.Kind, st.StateDir, s) + " --replace'"
+}
+
+// upFlags are the arguments of 'local up' that start a cluster of shape s
+// of kind in stateDir.
+func upFlags(kind, stateDir string, s local.Shape) string {
+	args := []string{kind}
+	if s.Brokers > 1 {
+		args = append(args, "--brokers", strconv.Itoa(s.Brokers))
+	}
+	if s.Controllers > 0 {
+		args = append(args, "--controllers", strconv.Itoa(s.Controllers))
+	}
+	if s.Links {
+		args = append(args, "--links")
+	}
+	if c, err := local.New(kind, 0, 1); err == nil {
+		if sec, ok := c.Kind.(local.Securer); ok && len(s.Listeners) > 0 && !slices.Equal(s.Listeners, sec.Listeners()[:1]) {
+			args = append(args, "--security", strings.Join(s.Listeners, ","))
+		}
+	}
+	return strings.Join(append(args, whereFlags(kind, stateDir)...), " ")
+}
+
+// whereFlags are the flags of 'local' commands that find the cluster of
+// kind in stateDir: none for the default port's, else --port or
+// --state-dir.
+func whereFlags(kind, stateDir string) []string {
+	c, err := local.New(kind, 0, 1)
+	if err != nil || stateDir == c.StateDir {
+		return nil
+	}
+	if port := defaultDirPort(kind, stateDir); port != 0 {
+		return []string{"--port", strconv.Itoa(port)}
+	}
+	return []string{"--state-dir", stateDir}
+}
+
+// defaultDirPort is the client port whose default state directory is
+// stateDir, or 0 if it is no port's.
+func defaultDirPort(kind, stateDir string) int {
+	var port int
+	if _, err := fmt.Sscanf(filepath.Base(stateDir), kind+"-%d", &port); err != nil || port < 1 || port > 65535 {
+		return 0
+	}
+	if c, err := local.New(kind, port, 1); err != nil || c.StateDir != stateDir {
+		return 0
+	}
+	return port
+}
+
+// checkLocal checks, without starting or stopping anything, that runs of
+// a driver for dc can have their local cluster: a study checks every
+// planned run before the first, rather than stopping at the first setup
+// the running cluster does not fit.
+func (t *target) checkLocal(dc *workload.DriverConfig) error {
+	if !t.usesLocal(dc) {
+		return nil
+	}
+	need, err := t.need(dc)
+	if err != nil {
+		return withCode(ExitInvalidInput, err)
+	}
+	flags := t.local
+	flags.kind, flags.brokers = need.kind, need.brokers
+	c, err := flags.cluster(IO{})
+	if err != nil {
+		return withCode(ExitInvalidInput, err)
+	}
+	if _, err := chooseLocal(c.Status(), need); err != nil {
+		return withCode(ExitInvalidInput, err)
+	}
+	return nil
+}
+
+// fits reports whether the local cluster in use serves runs that need
+// need: one this process started must be the shape they need; one it
+// uses as it is must fit them.
+func (t *target) fits(need localNeed) bool {
+	if t.cluster == nil || t.cluster.Kind.Name() != need.kind {
+		return false
+	}
+	if !t.started {
+		return misfit(t.status, need) == ""
+	}
+	return t.cluster.Brokers == need.brokers && t.cluster.Links == need.links && len(t.status.Endpoints(need.listener)) > 0
+}
+
 // driverOptions returns the endpoints a driver for dc should use (none:
 // the driver uses its config's own) and how to resolve the names they
-// advertise. On the local target it starts the local cluster, or replaces
-// the running one if its size or links differ, and shapes its network.
+// advertise. On the local target it uses the running local cluster if it
+// fits, or else starts one (see chooseLocal), and shapes its network.
 func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (driver.Options, error) {
 	if !t.usesLocal(dc) {
 		return driver.Options{Endpoints: t.endpoints}, nil
 	}
-	reg, _ := driver.Lookup(dc.Name)
-	listener := ""
-	if reg.LocalListener != nil {
-		listener = reg.LocalListener(dc)
+	need, err := t.need(dc)
+	if err != nil {
+		return driver.Options{}, withCode(ExitInvalidInput, err)
 	}
-	if t.cluster == nil || t.cluster.Kind.Name() != t.localKind(dc) || t.cluster.Brokers != t.local.brokers || t.cluster.Links != t.local.links ||
-		len(t.status.Endpoints(listener)) == 0 {
-		if err := t.startCluster(ctx, dc, listener); err != nil {
+	if !t.fits(need) {
+		if err := t.startCluster(ctx, need); err != nil {
 			return driver.Options{}, err
 		}
 	}
 	if err := t.shapeNetwork(); err != nil {
 		return driver.Options{}, withCode(ExitRunFailed, err)
 	}
+	listener := need.listener
 	endpoints := t.status.Endpoints(listener)
 	if len(endpoints) == 0 {
 		return driver.Options{}, withCode(ExitInvalidInput, fmt.Errorf("the local %s cluster has no %q listener, which %s needs", t.cluster.Kind.Name(), listener, dc.Source))
@@ -132,29 +420,53 @@ func (t *target) plainListener(dc *workload.DriverConfig) bool {
 	return !ok || s.Listeners()[0] == listener
 }
 
-// startCluster starts the local cluster for dc, serving listener, or
-// replaces the running one if its size, links or listeners differ.
-func (t *target) startCluster(ctx context.Context, dc *workload.DriverConfig, listener string) error {
+// startCluster makes the local cluster that serves runs that need need
+// the one in use, after stopping the one this process started, if any:
+// the running one, used as it is, or one started for the runs, which
+// release stops (see chooseLocal). It says which, in one line.
+func (t *target) startCluster(ctx context.Context, need localNeed) error {
 	if err := t.release(); err != nil {
 		return withCode(ExitRunFailed, err)
 	}
-	t.local.kind = t.localKind(dc)
+	t.local.kind, t.local.brokers = need.kind, need.brokers
 	c, err := t.local.cluster(t.io)
 	if err != nil {
 		return withCode(ExitInvalidInput, err)
 	}
-	c.Serve(listener)
-	before := c.Status()
-	st, err := c.Up(ctx)
-	if err != nil {
+	failed := func(what string, err error) error {
 		code := ExitRunFailed
 		if ctx.Err() != nil {
 			code = ExitInterrupted
 		}
-		return withCode(code, fmt.Errorf("start the local %s cluster: %w%s", c.Kind.Name(), err, t.local.portAdvice(err)))
+		return withCode(code, fmt.Errorf("%s the local %s cluster: %w%s", what, c.Kind.Name(), err, t.local.portAdvice(err)))
+	}
+	before := c.Status()
+	use, err := chooseLocal(before, need)
+	if err != nil {
+		return withCode(ExitInvalidInput, err)
+	}
+	if use {
+		st, err := c.Attach(ctx)
+		if err != nil {
+			return failed("use", err)
+		}
+		t.cluster, t.status, t.started, t.fresh = c, st, false, false
+		fmt.Fprintf(t.io.Err, "using the running local %s %s as it is (%s; left running): %s\n",
+			c.Kind.Product(), st.Version, local.Origin(st.StartedBy, st.RunPID), t.describeLocal())
+		return nil
+	}
+	c.Serve(need.listener)
+	c.Replace = need.replace
+	st, err := c.Up(ctx)
+	if err != nil {
+		var re *local.ReplaceError
+		if errors.As(err, &re) {
+			return withCode(ExitInvalidInput, fmt.Errorf("%w: add --replace to have these runs replace it", err))
+		}
+		return failed("start", err)
 	}
 	reused := before.Running && samePIDs(before, st)
-	t.cluster, t.status, t.started, t.fresh = c, st, !reused, !reused
+	t.cluster, t.status, t.started, t.fresh = c, st, true, !reused
 	fmt.Fprintf(t.io.Err, "using local %s %s: %s (stop it with 'brokerbench local down%s')\n",
 		c.Kind.Product(), st.Version, t.describeLocal(), t.local.downFlags())
 	return nil
