@@ -55,4 +55,4 @@ study=$?
 echo
 echo "demo: done"
 echo "  quick run:  $(verdict $quick); results/demo.json, results/demo-omb.json"
-echo "  demo study: every run made; the verdict of each is in results/demo-study/report.html"
+echo "  demo study: every run made; its verdicts are on the line above, each with its reason in results/demo-study/report.html"

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -241,6 +242,9 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	fmt.Fprintf(io.Out, "study %s: %d done, %d skipped, %d failed, %d partial of %d runs in %s; results in %s\n",
 		s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(runs),
 		time.Since(start).Round(time.Second), dir)
+	if v := verdictCounts(idx.Runs); v != "" {
+		fmt.Fprintf(io.Out, "verdicts: %s\n", v)
+	}
 	if in, lerr := report.Load([]string{dir}); lerr != nil {
 		fmt.Fprintf(io.Err, "no report: %v\n", lerr)
 	} else if w, werr := writeReport(in, filepath.Join(dir, "report.html")); werr != nil {
@@ -350,4 +354,34 @@ func (p localWorkerPool) stop() {
 	for _, l := range p {
 		l.Stop()
 	}
+}
+
+// verdictCounts says how many runs had each verdict, "ok" first, then by
+// count: "4 ok, 2 target not held"; "" when no run measured.
+func verdictCounts(runs []study.Entry) string {
+	counts := map[string]int{}
+	for _, e := range runs {
+		if e.Verdict != "" {
+			counts[e.Verdict]++
+		}
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		a, b := kinds[i], kinds[j]
+		if (a == "ok") != (b == "ok") {
+			return a == "ok"
+		}
+		if counts[a] != counts[b] {
+			return counts[a] > counts[b]
+		}
+		return a < b
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
 }

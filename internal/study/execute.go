@@ -40,6 +40,9 @@ type Entry struct {
 	// Status is done, partial, failed or skipped.
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// Verdict is what the run's results say (results.Judge: "ok",
+	// "target not held", "disturbed", ...), for a run that measured.
+	Verdict string `json:"verdict,omitempty"`
 	// File is the results file relative to the study directory.
 	File string `json:"file,omitempty"`
 }
@@ -124,7 +127,12 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 					e.Reason = runErr.Error()
 				}
 			}
-			logf("%s %s %s", prefix, e.Status, e.Reason)
+			verdict := ""
+			if res != nil {
+				e.Verdict = results.Judge(res).Kind.String()
+				verdict = "(" + e.Verdict + ")"
+			}
+			logf("%s %s %s %s", prefix, e.Status, verdict, e.Reason)
 		}
 		idx.Runs = append(idx.Runs, e)
 		if err := save(); err != nil {

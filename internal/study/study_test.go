@@ -261,3 +261,37 @@ func TestPlanRedactsSweptSecrets(t *testing.T) {
 		t.Errorf("key %s does not say which secret", runs[0].Key)
 	}
 }
+
+// TestExecuteRecordsVerdicts: each run that measured has its verdict in
+// the index, a disturbed machine's among them.
+func TestExecuteRecordsVerdicts(t *testing.T) {
+	s := load(t)
+	runs, err := Plan(s, Quick, Target{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	exec := func(_ context.Context, r Run, _ string) (*results.Run, error) {
+		n++
+		res := &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload, Counts: results.Counts{Sent: 10, Acked: 10, Consumed: 10}}
+		if n == 1 {
+			res.Measured.System = &results.System{OtherCPU: 140, Cores: 2}
+		}
+		return res, nil
+	}
+	idx, err := Execute(context.Background(), s, runs, Options{Dir: t.TempDir(), Scale: Quick, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]int{}
+	for _, e := range idx.Runs {
+		if e.Status == Done {
+			verdicts[e.Verdict]++
+		} else if e.Verdict != "" {
+			t.Errorf("%s %s has verdict %q", e.Key, e.Status, e.Verdict)
+		}
+	}
+	if verdicts["disturbed"] != 1 || verdicts["ok"] != n-1 || len(verdicts) != 2 {
+		t.Errorf("verdicts %v of %d runs: want 1 disturbed, the others ok", verdicts, n)
+	}
+}

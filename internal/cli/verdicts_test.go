@@ -1,0 +1,19 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/brokerbench/brokerbench/internal/study"
+)
+
+// TestVerdictCounts: a study's verdicts line puts ok first, then the
+// others by count, and leaves out runs that measured nothing.
+func TestVerdictCounts(t *testing.T) {
+	runs := []study.Entry{{Verdict: "target not held"}, {Verdict: "ok"}, {Verdict: "disturbed"}, {Verdict: "disturbed"}, {Status: study.Skipped}, {Verdict: "ok"}}
+	if got, want := verdictCounts(runs), "2 ok, 2 disturbed, 1 target not held"; got != want {
+		t.Errorf("verdictCounts = %q, want %q", got, want)
+	}
+	if got := verdictCounts([]study.Entry{{Status: study.Skipped}}); got != "" {
+		t.Errorf("no verdicts: %q", got)
+	}
+}
