@@ -48,7 +48,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 			c.args["x-stream-offset"] = "next"
 		}
 	}
-	conn, deliveries, err := c.connect(ctx)
+	conn, deliveries, err := c.connect(ctx, int(d.next.Add(1)-1))
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +74,15 @@ type consumer struct {
 
 	connMu sync.Mutex
 	conn   *amqp.Connection
+	at     int // the index of the connection's URI (run's goroutine)
 }
 
-// connect opens a connection and consumes every queue, each on a channel
-// of its own (prefetch applies per queue).
-func (c *consumer) connect(ctx context.Context) (*amqp.Connection, []<-chan amqp.Delivery, error) {
-	conn, err := c.d.dial(ctx, "consumer")
+// connect opens a connection to the first URI that answers, from index
+// from on, and consumes every queue, each on a channel of its own
+// (prefetch applies per queue).
+func (c *consumer) connect(ctx context.Context, from int) (*amqp.Connection, []<-chan amqp.Delivery, error) {
+	conn, at, err := c.d.dialFrom(ctx, "consumer", from)
+	c.at = at
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,8 +114,9 @@ func (c *consumer) connect(ctx context.Context) (*amqp.Connection, []<-chan amqp
 	return conn, all, nil
 }
 
-// run takes deliveries until the consumer closes, connecting again a
-// second after losing its connection.
+// run takes deliveries until the consumer closes. After losing its
+// connection it connects at once to the next URI that answers, and when
+// none does, tries again every second.
 func (c *consumer) run(conn *amqp.Connection, deliveries []<-chan amqp.Delivery) {
 	defer c.wg.Done()
 	for {
@@ -126,14 +130,14 @@ func (c *consumer) run(conn *amqp.Connection, deliveries []<-chan amqp.Delivery)
 		}
 		queues.Wait()
 		_ = conn.Close()
-		for {
+		for wait := time.Duration(0); ; wait = time.Second {
 			select {
 			case <-c.stop:
 				return
-			case <-time.After(time.Second):
+			case <-time.After(wait):
 			}
 			var err error
-			if conn, deliveries, err = c.connect(context.Background()); err == nil {
+			if conn, deliveries, err = c.connect(context.Background(), c.at+1); err == nil {
 				break
 			}
 		}

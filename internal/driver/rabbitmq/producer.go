@@ -32,7 +32,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	p.confirmBuffer = max(d.cfg.maxOutstanding, spec.MaxInFlight, 1) + 1
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, err := p.connect(ctx); err != nil {
+	if _, err := p.connect(ctx, int(d.next.Add(1)-1)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -55,10 +55,15 @@ type producer struct {
 	inFlight      sync.WaitGroup
 	loops         sync.WaitGroup // the sessions' confirm loops
 
-	mu       sync.Mutex // serializes publishes; guards what follows
-	sess     *session
-	lastDial time.Time
-	closed   bool
+	mu   sync.Mutex // serializes publishes; guards what follows
+	sess *session
+	// at is the index of the URI of the last session; after losing it,
+	// the producer connects to the next URI that answers at once.
+	at int
+	// lastFailed is when connecting to every URI last failed: the next
+	// round waits a second from it.
+	lastFailed time.Time
+	closed     bool
 }
 
 // session is one connection and channel of a producer, and the messages
@@ -76,13 +81,15 @@ type pendingMessage struct {
 	m   *driver.Message
 }
 
-// connect opens a new session (p.mu held).
-func (p *producer) connect(ctx context.Context) (*session, error) {
-	p.lastDial = time.Now()
-	conn, err := p.d.dial(ctx, "producer")
+// connect opens a new session on the first URI that answers, from index
+// from on (p.mu held).
+func (p *producer) connect(ctx context.Context, from int) (*session, error) {
+	conn, at, err := p.d.dialFrom(ctx, "producer", from)
 	if err != nil {
+		p.lastFailed = time.Now()
 		return nil, err
 	}
+	p.at = at
 	ch, err := conn.Channel()
 	if err == nil {
 		err = ch.Confirm(false)
@@ -100,8 +107,10 @@ func (p *producer) connect(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-// session returns the producer's live session, connecting again at most
-// once a second after the last one was lost (p.mu held).
+// session returns the producer's live session. After losing one, it
+// connects at once to the next URI that answers (a node of the cluster
+// going down costs the messages in flight, not seconds of sends); when
+// none answered, it tries again a second later (p.mu held).
 func (p *producer) session(ctx context.Context) (*session, error) {
 	if p.sess != nil && !p.sess.ch.IsClosed() {
 		return p.sess, nil
@@ -110,10 +119,10 @@ func (p *producer) session(ctx context.Context) (*session, error) {
 		_ = p.sess.conn.Close()
 		p.sess = nil
 	}
-	if wait := time.Second - time.Since(p.lastDial); wait > 0 {
-		return nil, fmt.Errorf("connection lost; connecting again in %s", wait.Round(time.Millisecond))
+	if wait := time.Second - time.Since(p.lastFailed); wait > 0 {
+		return nil, fmt.Errorf("no node answered; connecting again in %s", wait.Round(time.Millisecond))
 	}
-	return p.connect(ctx)
+	return p.connect(ctx, p.at+1)
 }
 
 // Send implements driver.Producer.

@@ -14,7 +14,8 @@
 // sent. Consumers take messages with a prefetch limit and acknowledge
 // them after the runner consumed them, several at once (multiple acks).
 // Each producer and each consumer has its own connection; after losing
-// it, they connect again.
+// it, they connect at once to the next address of the cluster that
+// answers.
 package rabbitmq
 
 import (
@@ -175,6 +176,7 @@ type Driver struct {
 
 	mu        sync.Mutex
 	admin     *amqp.Connection
+	adminAt   int            // the index of the admin connection's URI
 	consumers map[string]int // consumers created per topic and subscription, for lanes
 }
 
@@ -189,13 +191,76 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	return &Driver{cfg: cfg, opts: opts, consumers: map[string]int{}}, nil
 }
 
-// dial opens a connection to the next URI in turn.
+// handshakeTimeout bounds a connection's handshake with one address:
+// a node that takes connections but does not answer (a stopped or
+// overloaded node) costs the failover that long, not the whole run.
+const handshakeTimeout = 5 * time.Second
+
+// dial connects to the cluster: to the next URI in turn, so that clients
+// spread over the nodes, or to the first after it that answers.
 func (d *Driver) dial(ctx context.Context, name string) (*amqp.Connection, error) {
-	uri := d.cfg.uris[int(d.next.Add(1)-1)%len(d.cfg.uris)]
+	conn, _, err := d.dialFrom(ctx, name, int(d.next.Add(1)-1))
+	return conn, err
+}
+
+// dialFrom connects to the first URI that answers, trying each once in
+// turn from index from, and returns the connection and the index of its
+// URI. A refusal of the credentials or certificate ends the attempts: the
+// other nodes would refuse them too.
+func (d *Driver) dialFrom(ctx context.Context, name string, from int) (*amqp.Connection, int, error) {
+	var conn *amqp.Connection
+	at, err := inTurn(len(d.cfg.uris), from, func(i int) error {
+		var err error
+		conn, err = d.dialURI(ctx, name, d.cfg.uris[i])
+		if err == nil || errors.Is(err, driver.ErrRefused) || ctx.Err() != nil {
+			return stopTrying{err}
+		}
+		return err
+	})
+	return conn, at, err
+}
+
+// stopTrying ends inTurn's attempts with its error (nil: success).
+type stopTrying struct{ err error }
+
+func (s stopTrying) Error() string { return s.err.Error() }
+
+// inTurn calls try with the indexes of n addresses, from from on (mod n),
+// until one succeeds or says to stop (stopTrying), or all failed. It
+// returns the index of the last one tried, and its error, or all their
+// errors when every one failed.
+func inTurn(n, from int, try func(i int) error) (int, error) {
+	var errs []error
+	from = (from%n + n) % n
+	for k := range n {
+		i := (from + k) % n
+		err := try(i)
+		if st, ok := err.(stopTrying); ok {
+			return i, st.err
+		}
+		if err == nil {
+			return i, nil
+		}
+		errs = append(errs, err)
+	}
+	return (from + n - 1) % n, errors.Join(errs...)
+}
+
+// dialURI opens a connection to one URI.
+func (d *Driver) dialURI(ctx context.Context, name, uri string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("brokerbench " + name)
 	cfg := amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Properties: props, SASL: d.cfg.sasl,
-		Dial: func(network, addr string) (net.Conn, error) { return d.opts.Dial(ctx, network, addr) }}
+		Dial: func(network, addr string) (net.Conn, error) {
+			dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			defer cancel()
+			conn, err := d.opts.Dial(dctx, network, addr)
+			if err == nil {
+				// Cleared by the client once the connection is open.
+				err = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+			}
+			return conn, err
+		}}
 	if d.cfg.tls != nil {
 		// amqp091 names the server in the config it is given: a copy.
 		cfg.TLSClientConfig = d.cfg.tls.Clone()
@@ -228,13 +293,28 @@ func (d *Driver) channel(ctx context.Context) (*amqp.Channel, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.admin == nil || d.admin.IsClosed() {
-		conn, err := d.dial(ctx, "admin")
+		// After losing a connection, the next node first.
+		from := int(d.next.Add(1) - 1)
+		if d.admin != nil {
+			from = d.adminAt + 1
+		}
+		conn, at, err := d.dialFrom(ctx, "admin", from)
 		if err != nil {
 			return nil, err
 		}
-		d.admin = conn
+		d.admin, d.adminAt = conn, at
 	}
 	return d.admin.Channel()
+}
+
+// dropAdmin closes the admin connection: the next channel connects to
+// the next node that answers.
+func (d *Driver) dropAdmin() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.admin != nil {
+		_ = d.admin.Close()
+	}
 }
 
 // withChannel runs f on a fresh admin channel and closes it.
@@ -284,7 +364,7 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 		if err := ch.ExchangeDeclare(spec.Name, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
 			return fmt.Errorf("create topic %q: %w", spec.Name, err)
 		}
-		if _, err := ch.QueueDeclare(metaQueue(spec.Name), true, false, false, false, amqp.Table{"x-queue-type": "classic"}); err != nil {
+		if _, err := ch.QueueDeclare(metaQueue(spec.Name), true, false, false, false, d.metaArgs()); err != nil {
 			return fmt.Errorf("create topic %q: %w", spec.Name, err)
 		}
 		return d.record(ctx, ch, spec.Name, "partitions="+strconv.Itoa(spec.Partitions))
@@ -325,7 +405,9 @@ func (d *Driver) lookup(ctx context.Context, topic string) (topicRecord, error) 
 		for {
 			m, ok, err := ch.Get(metaQueue(topic), false)
 			var ae *amqp.Error
-			if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+			// A classic queue whose node is down is NOT_FOUND too, but
+			// "down or inaccessible": it exists.
+			if errors.As(err, &ae) && ae.Code == amqp.NotFound && !strings.Contains(ae.Reason, "down or inaccessible") {
 				return fmt.Errorf("topic %q: %w", topic, driver.ErrTopicNotFound)
 			}
 			if err != nil {
@@ -354,8 +436,22 @@ func (d *Driver) lookup(ctx context.Context, topic string) (topicRecord, error) 
 }
 
 // DeleteTopic implements driver.Driver: the subscriptions' queues, the
-// exchange and the record.
+// exchange and the record. A failure is tried again through each other
+// node of the cluster in turn: the node the admin connection used may be
+// the one that went down.
 func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	var err error
+	for range d.cfg.uris {
+		err = d.deleteTopic(ctx, name)
+		if err == nil || errors.Is(err, driver.ErrTopicNotFound) || errors.Is(err, driver.ErrRefused) || ctx.Err() != nil {
+			return err
+		}
+		d.dropAdmin()
+	}
+	return err
+}
+
+func (d *Driver) deleteTopic(ctx context.Context, name string) error {
 	r, err := d.lookup(ctx, name)
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -386,6 +482,17 @@ func (d *Driver) Close() {
 	if d.admin != nil {
 		_ = d.admin.Close()
 	}
+}
+
+// metaArgs are the arguments of a topic's meta queue: a quorum queue of
+// the subscriptions' replication when they are replicated, so that the
+// topic's record (and its deletion) survives the loss of a node; else a
+// classic queue.
+func (d *Driver) metaArgs() amqp.Table {
+	if d.cfg.queueType == "classic" || d.cfg.replicas < 2 {
+		return amqp.Table{"x-queue-type": "classic"}
+	}
+	return amqp.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int32(d.cfg.replicas)}
 }
 
 // queueArgs are the arguments of a subscription's queues.
