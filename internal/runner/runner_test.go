@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,17 +187,24 @@ func TestManyClientsMeasureOnTheWallClock(t *testing.T) {
 		prev = iv
 	}
 	// Nothing may be lost or duplicated and every send is accounted for.
-	// How much a busy machine still had in flight or undelivered when the
-	// drain gave up is its own: then a warning says so.
+	// A busy machine may leave messages unacknowledged or undelivered
+	// when the flush or the drain gives up, which a warning says; the
+	// counts, read while acknowledgements still arrive, then need not
+	// add up across subscriptions.
 	c := res.Counts
-	if c.Lost != 0 || c.Duplicated != 0 || c.Sent != c.Acked+c.Failed+c.Unacked || c.Consumed+c.Undelivered < 3*c.Acked {
-		t.Errorf("accounting with 200 clients: %+v", c)
+	counts := fmt.Sprintf("sent %d, acked %d, failed %d, unacked %d, consumed %d, lost %d, undelivered %d, duplicated %d",
+		c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed, c.Lost, c.Undelivered, c.Duplicated)
+	if c.Lost != 0 || c.Duplicated != 0 || c.Sent != c.Acked+c.Failed+c.Unacked {
+		t.Errorf("accounting with 200 clients: %s", counts)
 	}
-	if c.Unacked+c.Undelivered+c.Failed > 0 {
-		t.Logf("on this machine %d sends were unacknowledged, %d failed and %d deliveries missing when the run ended: %v", c.Unacked, c.Failed, c.Undelivered, res.Warnings)
-		if len(res.Warnings) == 0 {
-			t.Error("an incomplete drain gave no warning")
-		}
+	gaveUp := slices.ContainsFunc(res.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "drain") || strings.HasPrefix(w, "flush producer")
+	})
+	switch {
+	case !gaveUp && (c.Failed != 0 || c.Unacked != 0 || c.Undelivered != 0 || c.Consumed != 3*c.Acked):
+		t.Errorf("accounting with 200 clients after a complete drain: %s", counts)
+	case gaveUp:
+		t.Logf("on this machine the flush or the drain gave up: %s", counts)
 	}
 	if tg := res.Target; tg == nil || (!tg.Held && tg.Limit == "" && !strings.Contains(tg.Reason, "send lag")) {
 		t.Errorf("target %+v: a missed rate must name its limit", tg)
