@@ -121,10 +121,11 @@ func (p *proxy) kill() {
 }
 
 // TestProducerFailsOverAtOnce: with two addresses of one cluster, a
-// producer whose node goes away publishes through the other at once: only
-// the messages in flight when the connection died fail, no send waits
-// for a reconnection, and publishing resumes within a second. The topic
-// is then deleted through the address still up.
+// producer whose node goes away connects through the other at once: only
+// the messages in flight when the connection died fail, no send fails
+// waiting for a reconnection, and publishing resumes about a second
+// (failoverSettle) after the loss. The topic is then deleted through the
+// address still up.
 func TestProducerFailsOverAtOnce(t *testing.T) {
 	a, b := newProxy(t, server.Addr), newProxy(t, server.Addr)
 	d, err := New(driverConfig("CLASSIC"), driver.Options{Endpoints: []string{a.addr(), b.addr()}})
@@ -202,10 +203,13 @@ func TestProducerFailsOverAtOnce(t *testing.T) {
 	}
 	back := firstBack.Sub(killedAt)
 	t.Logf("%d of %d sends failed with the connection; publishing resumed %s after the node went away", len(failures), len(msgs), back)
-	if firstBack.IsZero() || back > time.Second {
-		// A busy machine can take longer to make a connection; a
-		// producer that waited for its next turn takes a second at least.
-		t.Errorf("publishing resumed %s after the node went away; want well within a second", back)
+	if firstBack.IsZero() || back > failoverSettle+time.Second {
+		t.Errorf("publishing resumed %s after the node went away; want about %s", back, failoverSettle)
+	}
+	if len(failures) > 500 {
+		// Sends went out every millisecond: far fewer than that were in
+		// flight when the connection died.
+		t.Errorf("%d sends failed; only those in flight when the connection died should", len(failures))
 	}
 	if lastAck.IsZero() || other.total.Load() == otherBefore {
 		t.Errorf("the producer did not move to the other address (%d connections through it)", other.total.Load())
@@ -217,5 +221,57 @@ func TestProducerFailsOverAtOnce(t *testing.T) {
 	}
 	if err := d.DeleteTopic(ctx, topic); !errors.Is(err, driver.ErrTopicNotFound) {
 		t.Errorf("deleting it again: %v; want ErrTopicNotFound", err)
+	}
+}
+
+// TestNackingSessionIsReopened: a session that receives nothing but nacks
+// for nackReopen is closed and the producer connects again; here a queue
+// that rejects every message is bound to the topic, so every publish is
+// nacked.
+func TestNackingSessionIsReopened(t *testing.T) {
+	a := newProxy(t, server.Addr)
+	d, err := New(driverConfig("CLASSIC"), driver.Options{Endpoints: []string{a.addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topic := "bb-nacks-" + time.Now().Format("150405.000000")
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DeleteTopic(context.Background(), topic)
+	ch, err := d.(*Driver).channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejecting := topic + ".rejects"
+	if _, err := ch.QueueDeclare(rejecting, false, true, false, false, map[string]any{"x-max-length": int32(0), "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(rejecting, "0", topic, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var nacks atomic.Int64
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 10, MaxInFlight: 100}, func(_ *driver.Message, err error) {
+		if driver.ErrorKind(err) == "NACK" {
+			nacks.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a.total.Load()
+	msgs := make([]driver.Message, 2500)
+	for i := range msgs {
+		msgs[i].Value = []byte("x")
+		p.Send(ctx, &msgs[i])
+		time.Sleep(time.Millisecond)
+	}
+	_ = p.Flush(ctx)
+	p.Close()
+	if nacks.Load() == 0 || a.total.Load() == before {
+		t.Errorf("%d nacks, %d new connections: a session receiving only nacks for %s must be reopened", nacks.Load(), a.total.Load()-before, nackReopen)
 	}
 }

@@ -63,7 +63,9 @@ type producer struct {
 	// lastFailed is when connecting to every URI last failed: the next
 	// round waits a second from it.
 	lastFailed time.Time
-	closed     bool
+	// lostAt is when the last session was lost.
+	lostAt time.Time
+	closed bool
 }
 
 // session is one connection and channel of a producer, and the messages
@@ -107,22 +109,43 @@ func (p *producer) connect(ctx context.Context, from int) (*session, error) {
 	return s, nil
 }
 
+// failoverSettle is how long after losing its session a producer waits
+// before it publishes on the next one: RabbitMQ 3.10 nacks every publish
+// of a channel opened to a quorum queue while the queue elects a new
+// leader after its leader's node went down, for as long as the channel
+// lives. Sends meanwhile wait (send lag) rather than fail.
+const failoverSettle = time.Second
+
 // session returns the producer's live session. After losing one, it
-// connects at once to the next URI that answers (a node of the cluster
-// going down costs the messages in flight, not seconds of sends); when
-// none answered, it tries again a second later (p.mu held).
+// connects at once to the next URI that answers and publishes on it
+// failoverSettle after the loss: a node of the cluster going down costs
+// the messages in flight and a second of delay, not failed sends. When
+// no URI answers, it tries again a second later (p.mu held).
 func (p *producer) session(ctx context.Context) (*session, error) {
 	if p.sess != nil && !p.sess.ch.IsClosed() {
 		return p.sess, nil
 	}
 	if p.sess != nil {
 		_ = p.sess.conn.Close()
-		p.sess = nil
+		p.sess, p.lostAt = nil, time.Now()
 	}
 	if wait := time.Second - time.Since(p.lastFailed); wait > 0 {
 		return nil, fmt.Errorf("no node answered; connecting again in %s", wait.Round(time.Millisecond))
 	}
-	return p.connect(ctx, p.at+1)
+	s, err := p.connect(ctx, p.at+1)
+	if err != nil || p.lostAt.IsZero() {
+		return s, err
+	}
+	if settle := failoverSettle - time.Since(p.lostAt); settle > 0 {
+		t := time.NewTimer(settle)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s, nil
 }
 
 // Send implements driver.Producer.
@@ -207,12 +230,21 @@ func (s *session) pop(tag uint64) (*driver.Message, bool) {
 	return m, true
 }
 
+// nackReopen is how long a session may receive nothing but nacks before
+// it is closed, so that the producer connects again. RabbitMQ 3.10 nacks
+// every publish of a channel opened to a quorum queue while the queue
+// elects a new leader (after its leader's node went down), for as long as
+// the channel lives; a new channel publishes normally.
+const nackReopen = time.Second
+
 // confirmLoop settles the session's messages as their confirms arrive
 // (amqp091-go hands them over in tag order). A message returned as
 // unroutable is confirmed after its return, which is taken first. When
-// the channel closes, every message still pending fails.
+// the channel closes, every message still pending fails. A session that
+// receives only nacks for nackReopen is closed.
 func (p *producer) confirmLoop(s *session, confirms <-chan amqp.Confirmation, returns <-chan amqp.Return) {
 	defer p.loops.Done()
+	var nacksSince time.Time // the first of the nacks received since the last ack
 	returned := map[uint64]bool{}
 	takeReturn := func(r amqp.Return) {
 		if tag, err := strconv.ParseUint(r.MessageId, 10, 64); err == nil {
@@ -256,6 +288,15 @@ func (p *producer) confirmLoop(s *session, confirms <-chan amqp.Confirmation, re
 				err = errKind{"UNROUTABLE", errUnroutable}
 			case !c.Ack:
 				err = errKind{"NACK", errNack}
+				if nacksSince.IsZero() {
+					nacksSince = time.Now()
+				} else if time.Since(nacksSince) >= nackReopen {
+					// Closing ends confirms, and with them this loop.
+					go func() { _ = s.conn.Close() }()
+					nacksSince = time.Now()
+				}
+			default:
+				nacksSince = time.Time{}
 			}
 			p.finish(m, err)
 		}
