@@ -58,6 +58,12 @@ func (d *lossyDriver) Written(ctx context.Context, topic string) (int64, error) 
 	return d.Driver.(driver.WrittenCounter).Written(ctx, topic)
 }
 
+// Reread passes the real driver's re-read on: the skipped messages were
+// never sent, so the broker does not hold them, and the loss is proven.
+func (d *lossyDriver) Reread(ctx context.Context, topic, sub string, found func([]byte)) error {
+	return d.Driver.(driver.Rereader).Reread(ctx, topic, sub, found)
+}
+
 type lossyProducer struct {
 	driver.Producer
 	d   *lossyDriver
@@ -103,6 +109,11 @@ func TestSkippedMessagesAreCountedLost(t *testing.T) {
 	for _, s := range c.Subscriptions {
 		if s.Lost != skipped || s.Expected != c.Acked || s.Delivered != c.Acked-skipped {
 			t.Errorf("subscription %+v: want %d lost of %d expected", s, skipped, c.Acked)
+		}
+		// Proven: the topic read again from its start holds every
+		// message sent, and none of the skipped.
+		if rr := s.Reread; rr == nil || !rr.Complete || rr.Missing != skipped || rr.Found != 0 || rr.Read != c.Acked-skipped {
+			t.Errorf("subscription %s: re-read %+v; want complete, %d missing, none found, %d read", s.Name, rr, skipped, c.Acked-skipped)
 		}
 	}
 	if c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-skipped {
