@@ -474,7 +474,9 @@ func lossCountedExactly(t *testing.T, tg Target) {
 // not take them: a subscription whose consumer closed before the
 // messages were sent holds all of them, on a second read as on the first.
 func rereadHolds(t *testing.T, tg Target) {
-	const n = 500
+	// More than a thousand per partition: drivers that read in pages
+	// read several.
+	const n = 3500
 	d := connect(t, tg)
 	rr, ok := d.(driver.Rereader)
 	if !ok {
