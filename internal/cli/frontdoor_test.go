@@ -159,6 +159,11 @@ func TestFinishRunVerdicts(t *testing.T) {
 		{"ok", run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), ExitOK, "complete"},
 		{"all failed", run(results.Counts{Sent: 4, Failed: 4, FailedByKind: map[string]int64{"MESSAGE_TOO_LARGE": 4}}), ExitRunFailed, "RUN FAILED"},
 		{"lost", run(results.Counts{Sent: 10, Acked: 10, Consumed: 8, Lost: 2}), ExitAccountingFail, "lost 2"},
+		// A loss the broker could not be read again for: exit 5 too, and
+		// the summary says it is unconfirmed.
+		{"unconfirmed loss", run(results.Counts{Sent: 10, Acked: 10, Consumed: 9, UnconfirmedLoss: 1, Subscriptions: []results.SubscriptionCounts{
+			{Name: "s", Expected: 10, Delivered: 9, UnconfirmedLoss: 1, Reread: &results.Reread{Missing: 1, Error: "the driver cannot read the broker again"}}}}),
+			ExitAccountingFail, "UNCONFIRMED LOSS 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
