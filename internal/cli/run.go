@@ -242,48 +242,8 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
 		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", w.Source, reg.EndpointSetting)}
 	}
-	drv, env, err := tgt.connect(sig.stop, dc)
-	if err != nil {
-		return err
-	}
-	defer closeBounded(drv, sig.abandon)
-	target := targetKey(env, dc.Source)
-	cleanLeftovers(sig.stop, io, drv, dc.Name, target)
-	if err := warmUpIfFresh(sig.stop, io, tgt, drv, dc.Name, w, target); err != nil {
-		return withCode(ExitInterrupted, err)
-	}
-	id := runner.NewID()
-	if f.out == "" {
-		out = defaultOut(id)
-	}
-	head := &results.Run{Schema: results.Schema, ID: id, Workload: w, IntervalSeconds: f.interval.Seconds()}
-	describe(head, env, dc, drv, w)
-	journal := results.JournalPath(out)
-	if f.findMaxRate {
-		journal = "" // many runs: the registry keeps their topics, no journal
-	}
-	rec, err := startRecord(head, target, journal, f.keepTopics || len(existing) > 0)
-	if err != nil {
-		return err
-	}
-
-	schedule, err := tgt.faultsFor(w, drv)
-	if err != nil {
-		return err
-	}
-	if len(schedule) > 0 {
-		defer tgt.heal(context.WithoutCancel(sig.stop))
-	}
-	cfg := runner.Config{
-		Faults:   schedule,
-		Workload: w, Driver: drv, Interval: f.interval, DrainTimeout: f.drainTimeout, SetupTimeout: f.setupTimeout, BacklogTimeout: f.backlogLimit,
-		KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording,
-		SampleSystem: tgt.systemSampler(), ExistingTopics: existing, Abandon: sig.abandon,
-		ID: id, Journal: rec,
-	}
-	if f.progress && !f.quiet {
-		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
-	}
+	ses := newSession(io, tgt, sig)
+	ses.progress = f.progress && !f.quiet
 	if f.metricsAddr != "" {
 		live, err := livemetrics.Start(f.metricsAddr)
 		if err != nil {
@@ -291,9 +251,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		}
 		defer live.Close()
 		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
-		live.Begin(w.Name, dc.Name)
-		defer live.End()
-		cfg.Progress = observing(live, cfg.Progress)
+		ses.live = live
 	}
 	if f.pprofDir != "" {
 		stopProfile, err := startProfiles(f.pprofDir)
@@ -316,28 +274,47 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		}
 		defer stopLocal()
 		workers = append(workers, local...)
-		src, err := driverSource(dc, f.driverFile, path, w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(dc))
-		if err != nil {
-			return err
-		}
 		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+			// The driver travels as text, with the addresses and
+			// credentials of the broker the session connected to.
+			src, err := driverSource(dc, f.driverFile, path, w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(dc))
+			if err != nil {
+				return nil, err
+			}
 			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: placement, Driver: src, WaitForWorkers: f.workers.wait})
 		}
 	}
-	var res *results.Run
-	var runErr error
+	exec := runOnce
 	if f.findMaxRate {
-		res, runErr = searchMaxRate(sig.stop, io, cfg, runOnce, slo, f.maxSteps, f.repeats)
-	} else {
-		res, runErr = runOnce(sig.stop, cfg)
+		exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+			return searchMaxRate(ctx, io, cfg, runOnce, slo, f.maxSteps, f.repeats)
+		}
 	}
+	id := runner.NewID()
+	if f.out == "" {
+		out = defaultOut(id)
+	}
+	journal := results.JournalPath(out)
+	if f.findMaxRate {
+		journal = "" // many runs: the registry keeps their topics, no journal
+	}
+	res, rec, runErr := ses.run(runSpec{
+		name: w.Name, w: w, dc: dc, id: id, journal: journal, keepTopics: f.keepTopics || len(existing) > 0, exec: exec,
+		config: runner.Config{
+			Interval: f.interval, DrainTimeout: f.drainTimeout, SetupTimeout: f.setupTimeout, BacklogTimeout: f.backlogLimit,
+			KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording, ExistingTopics: existing,
+		},
+	})
 	if res == nil {
-		if errors.Is(runErr, workload.ErrInvalid) {
+		var coded *exitError
+		switch {
+		case errors.As(runErr, &coded), errors.As(runErr, new(usageError)):
+			return runErr
+		case errors.Is(runErr, workload.ErrInvalid):
 			return withCode(ExitInvalidInput, runErr)
 		}
 		return withCode(ExitRunFailed, setupAdvice(runErr))
 	}
-	describe(res, env, dc, drv, w)
 	if f.perNodeHour > 0 {
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}

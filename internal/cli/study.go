@@ -7,12 +7,10 @@ import (
 	goio "io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -156,71 +154,43 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if dir == "" {
 		dir = filepath.Join("results", results.FileName(s.Name)+"-"+string(scale))
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var live *livemetrics.Server
+	sig := watchInterrupts(ctx, io.Err)
+	defer sig.release()
+	ctx = sig.stop
+	ses := newSession(chat, tgt, sig)
+	ses.progress = f.progress && !f.quiet
 	if f.metricsAddr != "" {
-		if live, err = livemetrics.Start(f.metricsAddr); err != nil {
+		live, err := livemetrics.Start(f.metricsAddr)
+		if err != nil {
 			return "", withCode(ExitInvalidInput, err)
 		}
 		defer live.Close()
 		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
+		ses.live = live
 	}
-	cleaned := map[string]bool{} // targets whose leftovers were cleaned
 	workers := localWorkerPool{}
 	defer workers.stop()
-	exec := func(ctx context.Context, r study.Run, path string) (*results.Run, error) {
+	exec := func(_ context.Context, r study.Run, path string) (*results.Run, error) {
 		tgt.wantSetup(r.Setup, r.Workload)
-		drv, env, err := tgt.connect(ctx, r.Driver)
-		if err != nil {
-			return nil, err
-		}
-		defer drv.Close()
-		target := targetKey(env, r.Driver.Source)
-		if !cleaned[target] {
-			cleanLeftovers(ctx, io, drv, r.Driver.Name, target)
-			cleaned[target] = true
-		}
-		if err := warmUpIfFresh(ctx, chat, tgt, drv, r.Driver.Name, r.Workload, target); err != nil {
-			return nil, err
-		}
-		head := &results.Run{Schema: results.Schema, ID: runner.NewID(), Workload: r.Workload, IntervalSeconds: time.Second.Seconds()}
-		describe(head, env, r.Driver, drv, r.Workload)
-		rec, err := startRecord(head, target, results.JournalPath(path), false)
-		if err != nil {
-			return nil, err
-		}
-		// The study replaces the journal with the results once written.
-		defer func() {
-			if err := rec.finish(false); err != nil {
-				fmt.Fprintf(io.Err, "warning: %v\n", err)
-			}
-		}()
-		schedule, err := tgt.faultsFor(r.Workload, drv)
-		if err != nil {
-			return nil, err
-		}
-		if len(schedule) > 0 {
-			defer tgt.heal(context.WithoutCancel(ctx))
-		}
-		cfg := runner.Config{Workload: r.Workload, Driver: drv, SampleSystem: tgt.systemSampler(), ID: head.ID, Journal: rec, Faults: schedule}
-		if f.progress && !f.quiet {
-			cfg.Progress = func(iv results.Interval) { fmt.Fprintln(io.Err, results.ProgressLine(iv)) }
-		}
-		if live != nil {
-			live.Begin(r.Key, r.Driver.Name)
-			defer live.End()
-			cfg.Progress = observing(live, cfg.Progress)
-		}
-		runOnce := runner.Run
+		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path)}
 		if n := r.Setup.Workers; n > 0 {
-			if runOnce, err = workers.runner(n, r.Driver, tgt); err != nil {
-				return nil, err
+			// The workers get the addresses the session connected to.
+			spec.exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+				runOnce, err := workers.runner(n, r.Driver, tgt)
+				if err != nil {
+					return nil, err
+				}
+				return runOnce(ctx, cfg)
 			}
 		}
-		res, err := runOnce(ctx, cfg)
+		res, rec, err := ses.run(spec)
+		// The study replaces the journal with the results once written.
+		if rec != nil {
+			if ferr := rec.finish(false); ferr != nil {
+				fmt.Fprintf(io.Err, "warning: %v\n", ferr)
+			}
+		}
 		if res != nil {
-			describe(res, env, r.Driver, drv, r.Workload)
 			fmt.Fprintf(chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
 				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
 		}
