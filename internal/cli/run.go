@@ -154,155 +154,136 @@ measures).`,
 	return cmd
 }
 
-func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed func(string) bool) error {
+// runInput is what a run's flags and files ask for, checked before any
+// broker or worker is reached.
+type runInput struct {
+	path      string
+	w         *workload.Workload
+	dc        *workload.DriverConfig
+	slo       []maxrate.Objective
+	workers   []string
+	placement distributed.Placement
+	// existing are the --topic names to use instead of new topics.
+	existing []string
+}
+
+// loadRunInput reads and checks the workload, the driver config and the
+// flags that depend on them.
+func loadRunInput(cmd *cobra.Command, path string, f *runFlags, changed func(string) bool) (*runInput, error) {
 	if err := f.validate(changed); err != nil {
-		return err
+		return nil, err
 	}
-	w, err := workload.Load(path)
-	if err != nil {
-		return err
+	in := &runInput{path: path}
+	var err error
+	if in.w, err = workload.Load(path); err != nil {
+		return nil, err
 	}
+	w := in.w
 	if err := applyOverrides(w, cmd, changed); err != nil {
-		return err
+		return nil, err
 	}
-	var slo []maxrate.Objective
 	if f.findMaxRate {
 		if w.MessageLimit > 0 || w.Producers() == 0 {
-			return usageError{errors.New("--find-max-rate needs a workload with producers and no message limit")}
+			return nil, usageError{errors.New("--find-max-rate needs a workload with producers and no message limit")}
 		}
-		if slo, err = maxrate.ParseSLO(f.slo); err != nil {
-			return usageError{fmt.Errorf("--slo: %w", err)}
+		if in.slo, err = maxrate.ParseSLO(f.slo); err != nil {
+			return nil, usageError{fmt.Errorf("--slo: %w", err)}
 		}
 	} else if changed("slo") || changed("max-steps") {
-		return usageError{errors.New("--slo and --max-steps apply only with --find-max-rate")}
+		return nil, usageError{errors.New("--slo and --max-steps apply only with --find-max-rate")}
 	}
-	workers, placement, err := f.workers.list()
-	if err != nil {
-		return err
+	if in.workers, in.placement, err = f.workers.list(); err != nil {
+		return nil, err
 	}
 	if changed("placement") && !f.workers.distributed() {
-		return usageError{errors.New("--placement applies only with --workers, --workers-file or --local-workers")}
+		return nil, usageError{errors.New("--placement applies only with --workers, --workers-file or --local-workers")}
 	}
 	if f.workers.distributed() {
 		if err := distributed.CheckWorkload(w); err != nil {
-			return usageError{fmt.Errorf("%s: %w", path, err)}
+			return nil, usageError{fmt.Errorf("%s: %w", path, err)}
 		}
 		// The split is checked before any broker or worker is touched.
-		if err := distributed.CheckSpread(w, len(workers)+f.workers.local, placement); err != nil {
-			return usageError{err}
+		if err := distributed.CheckSpread(w, len(in.workers)+f.workers.local, in.placement); err != nil {
+			return nil, usageError{err}
 		}
 	}
-	existing := splitList(f.topics)
-	if n := len(existing); n > 0 && n != w.Topics {
-		return usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
+	in.existing = splitList(f.topics)
+	if n := len(in.existing); n > 0 && n != w.Topics {
+		return nil, usageError{fmt.Errorf("--topic names %d topics but the workload has %d", n, w.Topics)}
 	}
-	dc := w.Driver
+	in.dc = w.Driver
 	if f.driverFile != "" {
-		if dc, err = workload.LoadDriver(f.driverFile); err != nil {
-			return err
+		if in.dc, err = workload.LoadDriver(f.driverFile); err != nil {
+			return nil, err
 		}
 	}
-	if dc == nil {
-		dc = defaultDriver()
+	if in.dc == nil {
+		in.dc = defaultDriver()
 	}
-	if reg, ok := driver.Lookup(dc.Name); ok {
-		if err := reg.Capabilities.CheckWorkload(w, dc.Name); err != nil {
-			return err
-		}
+	reg, known := driver.Lookup(in.dc.Name)
+	if !known {
+		return nil, withCode(ExitInvalidInput, fmt.Errorf("%w %q (from %s): available drivers: %s", driver.ErrUnknownDriver, in.dc.Name, in.dc.Source, strings.Join(driver.Names(), ", ")))
 	}
-	// Without --out the file is named after the run's id, known only
-	// once it ran; its folder is checked now.
-	defaultOut := func(id string) string {
-		return filepath.Join("results", fmt.Sprintf("%s-%s.json", results.FileName(w.Name), id))
+	if err := reg.Capabilities.CheckWorkload(w, in.dc.Name); err != nil {
+		return nil, err
 	}
-	out := f.out
-	if out == "" {
-		out = defaultOut("probe")
+	if err := checkOutputs(in.out("probe", f), f.ombJSON); err != nil {
+		return nil, err
 	}
-	if err := checkOutputs(out, f.ombJSON); err != nil {
+	return in, checkMetricsURLs(f.brokerMetrics)
+}
+
+// out is the results file: --out, or one named after the workload and
+// the run's id (known only once the run starts; its folder is checked
+// before with a stand-in id).
+func (in *runInput) out(id string, f *runFlags) string {
+	if f.out != "" {
+		return f.out
+	}
+	return filepath.Join("results", fmt.Sprintf("%s-%s.json", results.FileName(in.w.Name), id))
+}
+
+func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed func(string) bool) error {
+	in, err := loadRunInput(cmd, path, f, changed)
+	if err != nil {
 		return err
 	}
+	w, dc := in.w, in.dc
 	for _, n := range w.Notes {
 		fmt.Fprintf(io.Err, "note: %s\n", n)
 	}
-
 	sig := watchInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
 	tgt := newTarget(io, f.broker, f.local)
-	if err := checkMetricsURLs(f.brokerMetrics); err != nil {
-		return err
-	}
 	tgt.metricsURLs = f.brokerMetrics
 	tgt.wantCluster(f.local.brokers, nil, w)
 	tgt.local.links = tgt.local.links || f.local.links
-	reg, known := driver.Lookup(dc.Name)
-	if !known {
-		return withCode(ExitInvalidInput, fmt.Errorf("%w %q (from %s): available drivers: %s", driver.ErrUnknownDriver, dc.Name, dc.Source, strings.Join(driver.Names(), ", ")))
-	}
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
+		reg, _ := driver.Lookup(dc.Name)
 		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", w.Source, reg.EndpointSetting)}
 	}
 	ses := newSession(io, tgt, sig)
-	ses.progress = f.progress && !f.quiet
-	if f.metricsAddr != "" {
-		live, err := livemetrics.Start(f.metricsAddr)
-		if err != nil {
-			return withCode(ExitInvalidInput, err)
-		}
-		defer live.Close()
-		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
-		ses.live = live
+	closeOutputs, err := f.startOutputs(io, ses)
+	if err != nil {
+		return err
 	}
-	if f.pprofDir != "" {
-		stopProfile, err := startProfiles(f.pprofDir)
-		if err != nil {
-			return withCode(ExitRunFailed, err)
-		}
-		defer func() {
-			if err := stopProfile(); err != nil {
-				fmt.Fprintln(io.Err, "profiles:", err)
-			} else {
-				fmt.Fprintf(io.Err, "profiles: %s\n", filepath.Join(f.pprofDir, "{cpu,heap}.pprof"))
-			}
-		}()
+	defer closeOutputs()
+	exec, stopWorkers, err := in.executor(io, f, tgt)
+	if err != nil {
+		return err
 	}
-	runOnce := runner.Run
-	if f.workers.distributed() {
-		local, stopLocal, err := f.workers.startLocal()
-		if err != nil {
-			return err
-		}
-		defer stopLocal()
-		workers = append(workers, local...)
-		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
-			// The driver travels as text, with the addresses and
-			// credentials of the broker the session connected to.
-			src, err := driverSource(dc, f.driverFile, path, w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(dc))
-			if err != nil {
-				return nil, err
-			}
-			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: placement, Driver: src, WaitForWorkers: f.workers.wait})
-		}
-	}
-	exec := runOnce
-	if f.findMaxRate {
-		exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
-			return searchMaxRate(ctx, io, cfg, runOnce, slo, f.maxSteps, f.repeats)
-		}
-	}
+	defer stopWorkers()
 	id := runner.NewID()
-	if f.out == "" {
-		out = defaultOut(id)
-	}
+	out := in.out(id, f)
 	journal := results.JournalPath(out)
 	if f.findMaxRate {
 		journal = "" // many runs: the registry keeps their topics, no journal
 	}
 	res, rec, runErr := ses.run(runSpec{
-		name: w.Name, w: w, dc: dc, id: id, journal: journal, keepTopics: f.keepTopics || len(existing) > 0, exec: exec,
+		name: w.Name, w: w, dc: dc, id: id, journal: journal, keepTopics: f.keepTopics || len(in.existing) > 0, exec: exec,
 		config: runner.Config{
 			Interval: f.interval, DrainTimeout: f.drainTimeout, SetupTimeout: f.setupTimeout, BacklogTimeout: f.backlogLimit,
-			KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording, ExistingTopics: existing,
+			KeepTopics: f.keepTopics, Log: io.Err, MaxSendLag: f.maxSendLag, NoLatencyRecording: f.noRecording, ExistingTopics: in.existing,
 		},
 	})
 	if res == nil {
@@ -319,6 +300,74 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}
 	return finishRun(io, res, runErr, out, f.ombJSON, rec)
+}
+
+// startOutputs starts what the flags ask to see of the run besides its
+// files: progress lines, live metrics, profiles. The returned function
+// stops them.
+func (f *runFlags) startOutputs(io IO, ses *session) (func(), error) {
+	ses.progress = f.progress && !f.quiet
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if f.metricsAddr != "" {
+		live, err := livemetrics.Start(f.metricsAddr)
+		if err != nil {
+			return nil, withCode(ExitInvalidInput, err)
+		}
+		closers = append(closers, func() { live.Close() })
+		fmt.Fprintf(io.Err, "live metrics: http://%s/metrics\n", live.Addr())
+		ses.live = live
+	}
+	if f.pprofDir != "" {
+		stopProfile, err := startProfiles(f.pprofDir)
+		if err != nil {
+			closeAll()
+			return nil, withCode(ExitRunFailed, err)
+		}
+		closers = append(closers, func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintln(io.Err, "profiles:", err)
+			} else {
+				fmt.Fprintf(io.Err, "profiles: %s\n", filepath.Join(f.pprofDir, "{cpu,heap}.pprof"))
+			}
+		})
+	}
+	return closeAll, nil
+}
+
+// executor returns how the run is made once the session connected: in
+// this process or spread over workers (started here for --local-workers;
+// the returned function stops them), once or as a max-rate search.
+func (in *runInput) executor(io IO, f *runFlags, tgt *target) (exec func(context.Context, runner.Config) (*results.Run, error), stop func(), err error) {
+	stop = func() {}
+	runOnce := runner.Run
+	if f.workers.distributed() {
+		local, stopLocal, err := f.workers.startLocal()
+		if err != nil {
+			return nil, nil, err
+		}
+		stop = stopLocal
+		workers := append(in.workers, local...)
+		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+			// The driver travels as text, with the addresses and
+			// credentials of the broker the session connected to.
+			src, err := driverSource(in.dc, f.driverFile, in.path, in.w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(in.dc))
+			if err != nil {
+				return nil, err
+			}
+			return distributed.Run(ctx, distributed.Config{Run: cfg, Workers: workers, Placement: in.placement, Driver: src, WaitForWorkers: f.workers.wait})
+		}
+	}
+	if !f.findMaxRate {
+		return runOnce, stop, nil
+	}
+	return func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+		return searchMaxRate(ctx, io, cfg, runOnce, in.slo, f.maxSteps, f.repeats)
+	}, stop, nil
 }
 
 // setupAdvice adds to the error of a setup that outlasted its bound how to

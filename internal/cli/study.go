@@ -85,28 +85,40 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 }
 
 // runStudy executes the study and returns its directory.
-func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, error) {
+// studyPlan is a study's runs on its target, checked before any of them.
+type studyPlan struct {
+	s     *workload.Study
+	scale study.Scale
+	runs  []study.Run
+	tgt   *target
+	// chat receives what is said along the way; --quiet silences it.
+	chat IO
+}
+
+// planStudy reads the study, plans its runs on the target and checks them:
+// a local cluster that does not fit a setup, and may not be replaced,
+// stops the study before its first run.
+func planStudy(ctx context.Context, io IO, path string, f *studyFlags) (*studyPlan, error) {
 	scale, err := study.ParseScale(f.scale)
 	if err != nil {
-		return "", usageError{err}
+		return nil, usageError{err}
 	}
 	s, err := workload.LoadStudy(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := f.local.validate(); err != nil {
-		return "", err
+		return nil, err
 	}
-	// chat receives what is said along the way; --quiet silences it.
-	chat := io
-	if f.quiet {
-		chat.Err = goio.Discard
-	}
-	tgt := newTarget(chat, f.broker, f.local)
 	if err := checkMetricsURLs(f.brokerMetrics); err != nil {
-		return "", err
+		return nil, err
 	}
-	tgt.metricsURLs = f.brokerMetrics
+	p := &studyPlan{s: s, scale: scale, chat: io}
+	if f.quiet {
+		p.chat.Err = goio.Discard
+	}
+	p.tgt = newTarget(p.chat, f.broker, f.local)
+	p.tgt.metricsURLs = f.brokerMetrics
 	// A local target builds clusters of any size up to maxLocalBrokers.
 	brokers := maxLocalBrokers
 	switch {
@@ -116,40 +128,53 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 		brokers = math.MaxInt32
 		fmt.Fprintln(io.Err, "note: --list does not contact the cluster; setups are not checked against its size")
 	case f.broker != "":
-		if brokers, err = tgt.brokers(ctx, probeDriver(s)); err != nil {
-			return "", err
+		if brokers, err = p.tgt.brokers(ctx, probeDriver(s)); err != nil {
+			return nil, err
 		}
 	}
-	runs, err := study.Plan(s, scale, study.Target{Brokers: brokers, Local: f.broker == ""})
+	if p.runs, err = study.Plan(s, scale, study.Target{Brokers: brokers, Local: f.broker == ""}); err != nil {
+		return nil, err
+	}
+	if err := checkStudy(s, p.runs, p.tgt); err != nil {
+		return nil, err
+	}
+	if f.broker != "" || f.list {
+		return p, nil
+	}
+	for _, r := range p.runs {
+		if r.Skip != "" {
+			continue
+		}
+		p.tgt.wantSetup(r.Setup, r.Workload)
+		if err := p.tgt.checkLocal(r.Driver); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// list prints the plan: every run, with its durations or why it is
+// skipped.
+func (p *studyPlan) list(out goio.Writer) {
+	for i, r := range p.runs {
+		state := fmt.Sprintf("%s warmup + %s", r.Workload.Warmup, r.Workload.Duration)
+		if r.Skip != "" {
+			state = "SKIP: " + r.Skip
+		}
+		fmt.Fprintf(out, "%3d  %-50s %s\n", i+1, r.Key, state)
+	}
+}
+
+func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, error) {
+	p, err := planStudy(ctx, io, path, f)
 	if err != nil {
 		return "", err
 	}
-	if err := checkStudy(s, runs, tgt); err != nil {
-		return "", err
-	}
-	if f.broker == "" && !f.list {
-		// A local cluster that does not fit a setup, and may not be
-		// replaced, stops the study before its first run.
-		for _, r := range runs {
-			if r.Skip != "" {
-				continue
-			}
-			tgt.wantSetup(r.Setup, r.Workload)
-			if err := tgt.checkLocal(r.Driver); err != nil {
-				return "", err
-			}
-		}
-	}
 	if f.list {
-		for i, r := range runs {
-			state := fmt.Sprintf("%s warmup + %s", r.Workload.Warmup, r.Workload.Duration)
-			if r.Skip != "" {
-				state = "SKIP: " + r.Skip
-			}
-			fmt.Fprintf(io.Out, "%3d  %-50s %s\n", i+1, r.Key, state)
-		}
+		p.list(io.Out)
 		return "", nil
 	}
+	s, runs, tgt, chat, scale := p.s, p.runs, p.tgt, p.chat, p.scale
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join("results", results.FileName(s.Name)+"-"+string(scale))
@@ -170,32 +195,7 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	workers := localWorkerPool{}
 	defer workers.stop()
-	exec := func(_ context.Context, r study.Run, path string) (*results.Run, error) {
-		tgt.wantSetup(r.Setup, r.Workload)
-		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path)}
-		if n := r.Setup.Workers; n > 0 {
-			// The workers get the addresses the session connected to.
-			spec.exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
-				runOnce, err := workers.runner(n, r.Driver, tgt)
-				if err != nil {
-					return nil, err
-				}
-				return runOnce(ctx, cfg)
-			}
-		}
-		res, rec, err := ses.run(spec)
-		// The study replaces the journal with the results once written.
-		if rec != nil {
-			if ferr := rec.finish(false); ferr != nil {
-				fmt.Fprintf(io.Err, "warning: %v\n", ferr)
-			}
-		}
-		if res != nil {
-			fmt.Fprintf(chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
-				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
-		}
-		return res, err
-	}
+	exec := p.executor(io, ses, workers)
 	start := time.Now()
 	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
 	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
@@ -205,13 +205,51 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	if idx == nil {
 		return dir, withCode(ExitRunFailed, err)
 	}
+	return dir, p.finish(ctx, io, idx, dir, time.Since(start), err)
+}
+
+// executor makes each of the study's runs through the session, on the
+// setup's workers if it has them, and replaces each run's journal by its
+// results once written.
+func (p *studyPlan) executor(io IO, ses *session, workers localWorkerPool) study.Executor {
+	return func(_ context.Context, r study.Run, path string) (*results.Run, error) {
+		p.tgt.wantSetup(r.Setup, r.Workload)
+		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path)}
+		if n := r.Setup.Workers; n > 0 {
+			// The workers get the addresses the session connected to.
+			spec.exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
+				runOnce, err := workers.runner(n, r.Driver, p.tgt)
+				if err != nil {
+					return nil, err
+				}
+				return runOnce(ctx, cfg)
+			}
+		}
+		res, rec, err := ses.run(spec)
+		if rec != nil {
+			if ferr := rec.finish(false); ferr != nil {
+				fmt.Fprintf(io.Err, "warning: %v\n", ferr)
+			}
+		}
+		if res != nil {
+			fmt.Fprintf(p.chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
+				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
+		}
+		return res, err
+	}
+}
+
+// finish says how the study went (runs by status, verdicts), writes its
+// report and returns its outcome as an error with its exit code: an
+// interrupted study resumes with the same command.
+func (p *studyPlan) finish(ctx context.Context, io IO, idx *study.Index, dir string, took time.Duration, err error) error {
 	counts := map[string]int{}
 	for _, e := range idx.Runs {
 		counts[e.Status]++
 	}
 	fmt.Fprintf(io.Out, "study %s: %d done, %d skipped, %d failed, %d partial of %d runs in %s; results in %s\n",
-		s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(runs),
-		time.Since(start).Round(time.Second), dir)
+		p.s.Name, counts[study.Done], counts[study.Skipped], counts[study.Failed], counts[study.Partial], len(p.runs),
+		took.Round(time.Second), dir)
 	if v := verdictCounts(idx.Runs); v != "" {
 		fmt.Fprintf(io.Out, "verdicts: %s\n", v)
 	}
@@ -227,13 +265,13 @@ func runStudy(ctx context.Context, io IO, path string, f *studyFlags) (string, e
 	}
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return dir, withCode(ExitInterrupted, fmt.Errorf("%w; run the same command again to resume", err))
+		return withCode(ExitInterrupted, fmt.Errorf("%w; run the same command again to resume", err))
 	case err != nil:
-		return dir, withCode(ExitRunFailed, err)
+		return withCode(ExitRunFailed, err)
 	case counts[study.Failed] > 0 || counts[study.Partial] > 0:
-		return dir, withCode(ExitRunFailed, fmt.Errorf("%d runs failed and %d are partial; see %s", counts[study.Failed], counts[study.Partial], filepath.Join(dir, "study.json")))
+		return withCode(ExitRunFailed, fmt.Errorf("%d runs failed and %d are partial; see %s", counts[study.Failed], counts[study.Partial], filepath.Join(dir, "study.json")))
 	}
-	return dir, nil
+	return nil
 }
 
 // checkStudy validates, before anything runs and without a broker, what
