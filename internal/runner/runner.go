@@ -668,7 +668,30 @@ func (r *run) measure(ctx context.Context) error {
 	c := &collector{r: r, cur: newLatencies(), agg: newLatencies(), warm: newLatencies()}
 	prodCtx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
-	var wg sync.WaitGroup
+	wg, finished := r.startProducing(prodCtx, c)
+
+	var interrupted, sentAll bool
+	if r.backlogMode() {
+		interrupted = r.backlogPhases(ctx, c, finished)
+	} else {
+		interrupted, sentAll = r.timedPhases(ctx, c, finished)
+	}
+	c.measureTo = c.lastAt
+	measureEnd := c.last
+	r.stopFaults()
+	stopProducers()
+	measureEnd = r.stopProducing(c, wg, sentAll, measureEnd)
+	r.sentAll = sentAll
+	return r.finishMeasuring(ctx, c, interrupted, measureEnd)
+}
+
+// startProducing starts the producers at the run's origin and resumes the
+// consumers (unless a backlog test holds them). finished is closed when
+// the producing is over: every producer sent its limit (every part's, in
+// a distributed run), or the subscriptions consumed the limit of a run
+// without producers.
+func (r *run) startProducing(prodCtx context.Context, c *collector) (*sync.WaitGroup, <-chan struct{}) {
+	wg := &sync.WaitGroup{}
 	finished := make(chan struct{})
 	c.origin = clock.Now()
 	if r.part != nil {
@@ -714,17 +737,14 @@ func (r *run) measure(ctx context.Context) error {
 			p.Resume()
 		}
 	}
+	return wg, finished
+}
 
-	var interrupted, sentAll bool
-	if r.backlogMode() {
-		interrupted = r.backlogPhases(ctx, c, finished)
-	} else {
-		interrupted, sentAll = r.timedPhases(ctx, c, finished)
-	}
-	c.measureTo = c.lastAt
-	measureEnd := c.last
-	r.stopFaults()
-	stopProducers()
+// stopProducing waits for the stopped producers, sampling meanwhile, and
+// for a run that sent its whole limit, for its last acknowledgements,
+// which then end its measurement. It returns the counters at the end of
+// the measurement.
+func (r *run) stopProducing(c *collector, wg *sync.WaitGroup, sentAll bool, measureEnd totals) totals {
 	// A producer blocked in a send returns when the client takes the
 	// message, which can take as long as the broker's backlog: sample
 	// meanwhile.
@@ -736,7 +756,6 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	c.sampleUntil(r.cfg.Abandon, phase, stopped, nil, time.Time{})
 	<-stopped
-	r.sentAll = sentAll
 	if sentAll && len(r.producers) > 0 {
 		// A run that sent its message limit is measured until the last
 		// acknowledgement, so the last messages' latencies and the time
@@ -747,7 +766,12 @@ func (r *run) measure(ctx context.Context) error {
 		c.sample(results.Measure)
 		c.measureTo, measureEnd = c.lastAt, c.last
 	}
+	return measureEnd
+}
 
+// finishMeasuring waits for outstanding acknowledgements, then for the
+// consumers to catch up, and fills in the results.
+func (r *run) finishMeasuring(ctx context.Context, c *collector, interrupted bool, measureEnd totals) error {
 	// Wait for outstanding acknowledgements, then for consumers to catch
 	// up: for DrainTimeout, or InterruptDrain after an interrupt, and not
 	// at all once the run is abandoned.
