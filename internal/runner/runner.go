@@ -442,18 +442,47 @@ func (r *run) createTopics(ctx context.Context) ([]string, error) {
 // they have joined; for a backlog test, or on existing topics, it pauses
 // them.
 func (r *run) startConsumers(ctx context.Context) error {
-	w, d := r.w, r.cfg.Driver
-	type group struct {
-		topic, sub string
-		members    []driver.Consumer
-	}
-	var groups []group
 	defer r.consumersReady.Store(true)
+	groups, err := r.makeConsumers(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.settle(ctx, groups); err != nil {
+		return err
+	}
+	if !r.backlogMode() && len(r.cfg.ExistingTopics) == 0 {
+		return nil
+	}
+	for _, g := range groups {
+		for _, c := range g.members {
+			p, ok := c.(driver.Pauser)
+			if !ok {
+				return errors.New("backlog tests and existing topics need consumers that can pause; this driver's cannot")
+			}
+			p.Pause()
+			r.pausers = append(r.pausers, p)
+		}
+	}
+	return nil
+}
+
+// consumerGroup is one subscription's consumers in this process.
+type consumerGroup struct {
+	topic, sub string
+	members    []driver.Consumer
+}
+
+// makeConsumers makes this process's consumers of every subscription, and
+// the subscriptions' records, and returns the subscriptions that have
+// consumers here.
+func (r *run) makeConsumers(ctx context.Context) ([]consumerGroup, error) {
+	w, d := r.w, r.cfg.Driver
+	var groups []consumerGroup
 	index := -1 // the consumer's global index
 	for ti, t := range r.topics {
 		for s := range w.SubscriptionsPerTopic {
 			// Subscription names are unique per run, also on existing topics.
-			g := group{topic: t, sub: SubscriptionName(r.res.ID, ti, s)}
+			g := consumerGroup{topic: t, sub: SubscriptionName(r.res.ID, ti, s)}
 			rec := accounting.NewSubscription(w.Producers())
 			r.subs = append(r.subs, subscription{name: g.sub, topic: ti, deliver: rec})
 			for range w.ConsumersPerSubscription {
@@ -469,7 +498,7 @@ func (r *run) startConsumers(ctx context.Context) error {
 				// from the earliest.
 				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub, Start: driver.StartEarliest}, st.onMessage)
 				if err != nil {
-					return fmt.Errorf("consumer for topic %d: %w", ti, err)
+					return nil, fmt.Errorf("consumer for topic %d: %w", ti, err)
 				}
 				r.consumers = append(r.consumers, st)
 				// Closed once: before a re-read of the broker
@@ -482,54 +511,48 @@ func (r *run) startConsumers(ctx context.Context) error {
 			}
 		}
 	}
+	return groups, nil
+}
+
+// settle waits until every consumer is ready and every subscription has
+// all its members, saying every setupReportEvery what it still waits for.
+func (r *run) settle(ctx context.Context, groups []consumerGroup) error {
+	if len(groups) == 0 {
+		return nil
+	}
 	// A part's consumers share their subscriptions with other parts':
 	// the subscription is settled with all of them.
-	members := func(g group) int {
+	members := func(g consumerGroup) int {
 		if r.part != nil {
-			return w.ConsumersPerSubscription
+			return r.w.ConsumersPerSubscription
 		}
 		return len(g.members)
 	}
 	// settled counts the groups done; the reports read it.
 	var settled atomic.Int64
-	if len(groups) > 0 {
-		r.logf("waiting for %d consumers in %d groups to join (%s)", len(r.consumers), len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
-		stop := r.reportEvery(setupReportEvery, func() string {
-			i := int(settled.Load())
-			if i >= len(groups) {
-				return ""
-			}
-			g := groups[i]
-			return fmt.Sprintf("still waiting for consumers to join: group %s (topic %s, members: %d); %d of %d groups settled (%s)",
-				g.sub, g.topic, members(g), i, len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
-		})
-		defer stop()
-	}
+	r.logf("waiting for %d consumers in %d groups to join (%s)", len(r.consumers), len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
+	stop := r.reportEvery(setupReportEvery, func() string {
+		i := int(settled.Load())
+		if i >= len(groups) {
+			return ""
+		}
+		g := groups[i]
+		return fmt.Sprintf("still waiting for consumers to join: group %s (topic %s, members: %d); %d of %d groups settled (%s)",
+			g.sub, g.topic, members(g), i, len(groups), setupLeft(ctx, r.cfg.SetupTimeout))
+	})
+	defer stop()
 	for _, g := range groups {
 		for _, c := range g.members {
 			if err := c.Ready(ctx); err != nil {
 				return fmt.Errorf("subscription %s: %w", g.sub, err)
 			}
 		}
-		if wt, ok := d.(driver.SubscriptionWaiter); ok {
+		if wt, ok := r.cfg.Driver.(driver.SubscriptionWaiter); ok {
 			if err := wt.WaitSubscription(ctx, g.topic, g.sub, members(g)); err != nil {
 				return err
 			}
 		}
 		settled.Add(1)
-	}
-	if !r.backlogMode() && len(r.cfg.ExistingTopics) == 0 {
-		return nil
-	}
-	for _, g := range groups {
-		for _, c := range g.members {
-			p, ok := c.(driver.Pauser)
-			if !ok {
-				return errors.New("backlog tests and existing topics need consumers that can pause; this driver's cannot")
-			}
-			p.Pause()
-			r.pausers = append(r.pausers, p)
-		}
 	}
 	return nil
 }
