@@ -8,6 +8,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/cli"
 	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"          // registers the "kafka" driver
+	_ "github.com/brokerbench/brokerbench/internal/driver/memory"         // registers the "memory" driver
 	_ "github.com/brokerbench/brokerbench/internal/driver/nats"           // registers the "nats" driver
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"       // registers the "rabbitmq" driver
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream" // registers the "rabbitmq-stream" driver

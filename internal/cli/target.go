@@ -633,7 +633,9 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		return nil, env, err
 	}
 	where := driver.RedactEndpoints(strings.Join(endpoints, ","))
-	if where == "" {
+	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
+		where = "this process"
+	} else if where == "" {
 		where = "the addresses in " + dc.Source
 	}
 	fmt.Fprintf(t.io.Err, "connecting to %s at %s (waiting up to %s for an answer)\n", dc.Name, where, connectTimeout)

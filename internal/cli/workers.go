@@ -110,6 +110,9 @@ func workerURL(s string) (string, error) {
 // credentials, which workers do not get.
 func driverSource(dc *workload.DriverConfig, driverFile, workloadFile string, w *workload.Workload, opts driver.Options, needsCredentials bool) (distributed.DriverSource, error) {
 	src := distributed.DriverSource{Endpoints: opts.Endpoints}
+	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
+		return src, usageError{fmt.Errorf("the %s driver's broker is in this process, where workers in other processes cannot reach it: run without workers", dc.Name)}
+	}
 	if needsCredentials {
 		return src, usageError{errors.New("workers cannot use the credentials of a secured local cluster yet: give the driver config its own credentials (as ${file:...} references the workers can read)")}
 	}

@@ -315,6 +315,10 @@ type Registration struct {
 	// LocalKind is the kind of local broker brokerbench can start for the
 	// driver ("kafka"); empty if none.
 	LocalKind string
+	// InProcess says the broker lives in the process that makes the
+	// driver (the memory broker): runs need neither an address nor a
+	// local cluster, and workers in other processes could not reach it.
+	InProcess bool
 	// LocalListener returns the listener of the local broker's nodes a
 	// driver with config dc connects to ("stream", "sasl_ssl"); nil or
 	// "" for their client listener.

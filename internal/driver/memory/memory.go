@@ -3,8 +3,11 @@
 // else. Topics are partitioned logs; each subscription is a group whose
 // members share the partitions; acknowledgements arrive asynchronously.
 // It lets runner tests run without a broker, and the conformance suite
-// (drivertest) checks it like any driver. It is not registered for
-// workloads: results measured on it would describe nothing.
+// (drivertest) checks it like any driver.
+//
+// It is registered as the driver "memory" (see register.go): runs on it
+// measure brokerbench itself, and the costs a config gives the broker,
+// never a broker worth comparing.
 //
 // Its time is the time package's, so under testing/synctest a test sets
 // what the broker costs exactly: Delay adds a fixed one-way link latency,
@@ -88,7 +91,11 @@ func (b *Broker) wake() {
 func (b *Broker) NewDriver() driver.Driver { return &Driver{b: b} }
 
 // Driver is a connection to a Broker.
-type Driver struct{ b *Broker }
+type Driver struct {
+	b *Broker
+	// effective are the settings of a driver made from a config (New).
+	effective map[string]workload.Properties
+}
 
 var (
 	_ driver.WrittenCounter = (*Driver)(nil)
@@ -160,8 +167,9 @@ func (d *Driver) Written(ctx context.Context, name string) (int64, error) {
 	return n, nil
 }
 
-// EffectiveConfig implements driver.Driver.
-func (d *Driver) EffectiveConfig() map[string]workload.Properties { return nil }
+// EffectiveConfig implements driver.Driver: the broker's costs, for a
+// driver made from a config.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.effective }
 
 // Close implements driver.Driver.
 func (d *Driver) Close() {}
