@@ -4,7 +4,7 @@ BIN     := bin/brokerbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/brokerbench/brokerbench/internal/sysinfo.Version=$(VERSION)
 
-.PHONY: build demo test lint fuzz studies studies-ci clean image kube-apiserver
+.PHONY: build demo test lint fuzz studies studies-ci clean image kube-apiserver docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
@@ -69,6 +69,11 @@ lint:
 # a time so that brokers and load generators do not compete for the 2 cores.
 test: lint
 	$(GO) test -race -p 1 -count=1 -timeout 20m ./...
+
+# The command-line reference, docs/cli.md, rewritten from the command tree;
+# make test fails (TestCLIReferenceIsCurrent) while it is out of date.
+docs:
+	$(GO) test ./internal/cli -run '^TestCLIReferenceIsCurrent$$' -count=1 -update-cli-doc
 
 # Short coverage-guided fuzzing of every parser. The budget is a count of
 # executions per target, not a duration: with a duration, Go 1.26's fuzz
