@@ -216,21 +216,7 @@ func roundTrip(t *testing.T, tg Target) {
 	defer cancel()
 	got := newReceived()
 	subscribe(ctx, t, d, topic, topic+"-sub", got)
-	a := newAcks()
-	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range uint64(n) {
-		p.Send(ctx, message(i))
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	p.Close()
-	if a.total() != n || a.failed != 0 || len(a.errs) > 0 {
-		t.Fatalf("%d acks for %d messages, %d failed, %v", a.total(), n, a.failed, a.errs)
-	}
+	produceAll(ctx, t, d, topic, n)
 	waitFor(t, tg.Bound, "every message delivered", func() bool { return got.distinct() == n })
 	got.mu.Lock()
 	for i, c := range got.count {
@@ -495,21 +481,7 @@ func rereadHolds(t *testing.T, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAcks()
-	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range uint64(n) {
-		p.Send(ctx, message(i))
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	p.Close()
-	if a.total() != n || a.failed != 0 {
-		t.Fatalf("%d acks for %d messages, %d failed", a.total(), n, a.failed)
-	}
+	produceAll(ctx, t, d, topic, n)
 	for round := 1; round <= 2; round++ {
 		got := newReceived()
 		err := rr.Reread(ctx, topic, sub, func(v []byte) { got.fn(&driver.Delivery{Value: v}) })
@@ -588,4 +560,26 @@ func (p *lossyProducer) Send(ctx context.Context, m *driver.Message) {
 		return
 	}
 	p.Producer.Send(ctx, m)
+}
+
+// produceAll sends messages 0 to n-1 to topic with one producer whose
+// window holds them all, flushes, and fails the test unless every one was
+// acknowledged.
+func produceAll(ctx context.Context, t *testing.T, d driver.Driver, topic string, n int) {
+	t.Helper()
+	a := newAcks()
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: n}, a.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(n) {
+		p.Send(ctx, message(i))
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	p.Close()
+	if a.total() != n || a.failed != 0 || len(a.errs) > 0 {
+		t.Fatalf("%d acks for %d messages, %d failed, %v", a.total(), n, a.failed, a.errs)
+	}
 }
