@@ -4,7 +4,7 @@ BIN     := bin/brokerbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/brokerbench/brokerbench/internal/sysinfo.Version=$(VERSION)
 
-.PHONY: build demo test lint fuzz studies studies-ci clean image kube-apiserver docs
+.PHONY: build demo test test-fast lint fuzz studies studies-ci clean image kube-apiserver docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brokerbench
@@ -69,6 +69,13 @@ lint:
 # a time so that brokers and load generators do not compete for the 2 cores.
 test: lint
 	$(GO) test -race -p 1 -count=1 -timeout 20m ./...
+
+# Every test that needs no real broker, for the edit-test loop: under
+# -short the tests that need one skip, naming it (testbroker.Need).
+# Under 2 minutes on 2 cores with warm caches; make test, which CI calls,
+# runs everything.
+test-fast: lint
+	$(GO) test -race -short -count=1 ./...
 
 # The command-line reference, docs/cli.md, rewritten from the command tree;
 # make test fails (TestCLIReferenceIsCurrent) while it is out of date.

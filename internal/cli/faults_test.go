@@ -11,6 +11,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
 // TestKillLeaderLosesNothing runs a real three-broker cluster that the run
@@ -22,6 +23,7 @@ import (
 // again afterwards. The rate this machine sustained around the kill is
 // its own: the checks are relative to it.
 func TestKillLeaderLosesNothing(t *testing.T) {
+	testbroker.Need(t, "a local 3-broker Kafka cluster")
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
 	wl := filepath.Join(dir, "kill.yaml")
@@ -113,6 +115,7 @@ driver:
 // and healing both must lose nothing. 'local down' stops the link proxy
 // with the nodes.
 func TestLinkFaults(t *testing.T) {
+	testbroker.Need(t, "a local 3-broker Kafka cluster")
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
 	wl := filepath.Join(dir, "links.yaml")
@@ -195,6 +198,7 @@ driver:
 // another node, and no confirmed message may be lost. 'local down' then
 // stops every process the cluster started, epmd included.
 func TestRabbitMQQuorumQueueSurvivesKill(t *testing.T) {
+	testbroker.Need(t, "a local 3-node RabbitMQ cluster")
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
 	wl := filepath.Join(dir, "kill.yaml")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
 // TestSecuredLocalKafka runs against a local Kafka that brokerbench
@@ -26,6 +27,7 @@ import (
 // (see completed): what they show is that messages crossed the secured
 // connection, none lost.
 func TestSecuredLocalKafka(t *testing.T) {
+	testbroker.Need(t, testbroker.Kafka)
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
 	defer execute("local", "down", "kafka", "--port", "39695")
@@ -188,6 +190,7 @@ quick: {warmup: 1s, duration: 2s}
 // wrong password and an untrusted certificate fail at once with advice.
 // As for Kafka, a working run may end with a verdict on its rate.
 func TestSecuredLocalBrokers(t *testing.T) {
+	testbroker.Need(t, "local NATS, Redis and RabbitMQ brokers")
 	// One state directory for all: the stream case runs on the RabbitMQ
 	// node the AMQP case secured.
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(t.TempDir(), "state"))

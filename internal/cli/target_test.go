@@ -13,6 +13,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/proc"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -323,6 +324,7 @@ func TestStudyChecksTheUserClusterFirst(t *testing.T) {
 // restart, no warm-up) and leaves it running. The run's own verdict is
 // the machine's business here.
 func TestRunUsesTheRunningLocalCluster(t *testing.T) {
+	testbroker.Need(t, testbroker.Kafka)
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", dir)
 	defer execute("local", "down", "kafka", "--port", "39703")

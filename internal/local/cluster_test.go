@@ -17,6 +17,7 @@ import (
 // restarted, a later Up of another size stopping the nodes left running
 // (as after brokerbench itself was killed), and Down stopping all.
 func TestClusterLifecycle(t *testing.T) {
+	testbroker.Need(t, testbroker.Kafka)
 	b, err := testbroker.StartCluster(39592, 3, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -252,6 +252,7 @@ func TestBrokerStallShowsInLatency(t *testing.T) {
 // 2d, however fast or busy the machine. How much a delay adds exactly is
 // TestInjectedDelayShowsInLatency's.
 func TestProxyDelayBoundsKafkaLatency(t *testing.T) {
+	testbroker.Need(t, testbroker.Kafka)
 	const brokerPort, proxyPort = 39195, 39197 // the broker's controller takes 39196
 	const oneWay = 20 * time.Millisecond
 	proxyAddr := fmt.Sprintf("127.0.0.1:%d", proxyPort)

@@ -1,11 +1,12 @@
-// Package testbroker starts real local Kafka brokers for integration tests,
-// on ports of the caller's choosing, with their data in temporary
-// directories, stopped by PID when the tests end.
+// Package testbroker starts real local brokers (Kafka, and the other kinds
+// brokerbench runs locally) for integration tests, on ports of the
+// caller's choosing, with their data in temporary directories, stopped by
+// PID when the tests end. Under -short none is started: the tests that
+// need one skip (Need).
 package testbroker
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -49,7 +50,7 @@ func StartCluster(port, brokers int, configure func(*local.Cluster)) (*Broker, e
 	if configure != nil {
 		configure(k)
 	}
-	return up(k, dir, "a local Kafka broker (Java 17+ and Maven)")
+	return up(k, dir, Kafka)
 }
 
 // StartLocal starts one broker of a kind brokerbench runs locally
@@ -64,7 +65,7 @@ func StartLocal(kind string, port int) (*Broker, error) {
 		return nil, err
 	}
 	c.StateDir, c.Log = dir, os.Stderr
-	return up(c, dir, "a local "+kind+" broker")
+	return up(c, dir, Local(kind))
 }
 
 // up starts c, with its state in dir; what names the broker in the error.
@@ -94,53 +95,53 @@ func (b *Broker) Pause() error { return b.Cluster.Nodes()[0].Pause() }
 // Resume continues a paused first broker (SIGCONT).
 func (b *Broker) Resume() error { return b.Cluster.Nodes()[0].Resume() }
 
-// Main is a TestMain body: it starts a broker on port, runs the tests and
-// stops it. It exits the test binary if the broker cannot be started,
-// because the integration tests are meaningless without it.
-func Main(m *testing.M, port int, broker **Broker) {
-	run(m, broker, func() (*Broker, error) { return Start(port, 0) })
+// Need skips t under -short: 'make test-fast' runs every test that needs
+// no real broker, and a test that needs one says which (what: "a local
+// Kafka broker (Java 17+ and Maven)") before it starts it. Every test
+// that starts a broker calls it first, through Lazy.Get or itself.
+func Need(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s: skipped under -short ('make test' runs it)", what)
+	}
 }
 
-// MainLocal is Main for a broker of another kind (see StartLocal).
-func MainLocal(m *testing.M, kind string, port int, broker **Broker) {
-	run(m, broker, func() (*Broker, error) { return StartLocal(kind, port) })
-}
+// Kafka names the broker Start and StartCluster start, for Need.
+const Kafka = "a local Kafka broker (Java 17+ and Maven)"
 
-func run(m *testing.M, broker **Broker, start func() (*Broker, error)) {
-	// Fuzzing runs a package's fuzz target (a parser) in worker processes
-	// that need no broker, and must not each start one on the same port.
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		os.Exit(m.Run())
-	}
-	b, err := start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	*broker = b
-	code := m.Run()
-	b.Stop()
-	os.Exit(code)
-}
+// Local names the broker StartLocal starts of kind, for Need.
+func Local(kind string) string { return "a local " + kind + " broker" }
 
 // Lazy is a test broker started on first use, so that the tests of a
-// package that need no broker never wait for one.
+// package that need no broker never wait for one, and under -short
+// (see Need) none is started.
 type Lazy struct {
-	port int
-	once sync.Once
-	b    *Broker
-	err  error
+	what  string
+	start func() (*Broker, error)
+	once  sync.Once
+	b     *Broker
+	err   error
 }
 
-// NewLazy returns a broker to be started on port when a test first asks.
-func NewLazy(port int) *Lazy { return &Lazy{port: port} }
+// NewLazy returns a Kafka broker to be started on port when a test first
+// asks.
+func NewLazy(port int) *Lazy {
+	return &Lazy{what: Kafka, start: func() (*Broker, error) { return Start(port, 0) }}
+}
 
-// Get starts the broker if it is not running yet and returns it; it fails
-// the test if the broker cannot be started.
+// NewLazyLocal returns a broker of another kind (see StartLocal) to be
+// started on port when a test first asks.
+func NewLazyLocal(kind string, port int) *Lazy {
+	return &Lazy{what: Local(kind), start: func() (*Broker, error) { return StartLocal(kind, port) }}
+}
+
+// Get starts the broker if it is not running yet and returns it; it
+// skips the test under -short, and fails it if the broker cannot be
+// started.
 func (l *Lazy) Get(t testing.TB) *Broker {
 	t.Helper()
-	l.once.Do(func() { l.b, l.err = Start(l.port, 0) })
+	Need(t, l.what)
+	l.once.Do(func() { l.b, l.err = l.start() })
 	if l.err != nil {
 		t.Fatal(l.err)
 	}

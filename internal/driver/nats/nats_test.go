@@ -12,14 +12,15 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// server is the nats server the tests start, on a port of their own.
-var server *testbroker.Broker
+// server is the nats server the tests start, on a port of their own, when the
+// first test that needs it asks.
+var server = testbroker.NewLazyLocal("nats", 39422)
 
-func TestMain(m *testing.M) { testbroker.MainLocal(m, "nats", 39422, &server) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 	t.Helper()
-	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + server.Addr}})
+	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + server.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestConformance(t *testing.T) {
 // TestOMBDriverFile: OMB's NATS driver file names the server with
 // natsHostUrl; unknown settings are refused with their line.
 func TestOMBDriverFile(t *testing.T) {
-	dc, err := workload.ParseDriver("nats.yaml", []byte("name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://"+server.Addr+"\n"))
+	dc, err := workload.ParseDriver("nats.yaml", []byte("name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://"+server.Get(t).Addr+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

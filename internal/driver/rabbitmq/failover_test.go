@@ -127,7 +127,7 @@ func (p *proxy) kill() {
 // (failoverSettle) after the loss. The topic is then deleted through the
 // address still up.
 func TestProducerFailsOverAtOnce(t *testing.T) {
-	a, b := newProxy(t, server.Addr), newProxy(t, server.Addr)
+	a, b := newProxy(t, server.Get(t).Addr), newProxy(t, server.Get(t).Addr)
 	d, err := New(driverConfig("CLASSIC"), driver.Options{Endpoints: []string{a.addr(), b.addr()}})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestProducerFailsOverAtOnce(t *testing.T) {
 // that rejects every message is bound to the topic, so every publish is
 // nacked.
 func TestNackingSessionIsReopened(t *testing.T) {
-	a := newProxy(t, server.Addr)
+	a := newProxy(t, server.Get(t).Addr)
 	d, err := New(driverConfig("CLASSIC"), driver.Options{Endpoints: []string{a.addr()}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,10 +13,11 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// server is the RabbitMQ node the tests start, on a port of their own.
-var server *testbroker.Broker
+// server is the RabbitMQ node the tests start, on a port of their own, when the
+// first test that needs it asks.
+var server = testbroker.NewLazyLocal("rabbitmq", 39672)
 
-func TestMain(m *testing.M) { testbroker.MainLocal(m, "rabbitmq", 39672, &server) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 func driverConfig(queueType string, extra ...workload.Property) *workload.DriverConfig {
 	return &workload.DriverConfig{Name: "rabbitmq", Source: "test", ReplicationFactor: 1,
@@ -25,7 +26,7 @@ func driverConfig(queueType string, extra ...workload.Property) *workload.Driver
 
 func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 	t.Helper()
-	d, err := New(dc, driver.Options{Endpoints: []string{server.Addr}})
+	d, err := New(dc, driver.Options{Endpoints: []string{server.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestUnroutableFails(t *testing.T) {
 func TestOMBDriverFile(t *testing.T) {
 	file := "name: RabbitMQ\ndriverClass: io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver\n" +
 		"producerCreationDelay: 100\nproducerCreationBatchSize: 5\nconsumerCreationDelay: 100\nconsumerCreationBatchSize: 5\n" +
-		"amqpUris:\n  - amqp://guest:guest@" + server.Addr + "\nmessagePersistence: true\nqueueType: QUORUM\n"
+		"amqpUris:\n  - amqp://guest:guest@" + server.Get(t).Addr + "\nmessagePersistence: true\nqueueType: QUORUM\n"
 	dc, err := workload.ParseDriver("rabbitmq.yaml", []byte(file))
 	if err != nil {
 		t.Fatal(err)

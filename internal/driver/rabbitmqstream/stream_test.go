@@ -10,15 +10,16 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// server is the RabbitMQ node the tests start, on a port of their own.
-var server *testbroker.Broker
+// server is the RabbitMQ node the tests start, on a port of their own, when the
+// first test that needs it asks.
+var server = testbroker.NewLazyLocal("rabbitmq", 39673)
 
-func TestMain(m *testing.M) { testbroker.MainLocal(m, "rabbitmq", 39673, &server) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 // streamAddr is the node's stream listener.
 func streamAddr(t *testing.T) string {
 	t.Helper()
-	eps := server.Cluster.Status().Endpoints("stream")
+	eps := server.Get(t).Cluster.Status().Endpoints("stream")
 	if len(eps) != 1 {
 		t.Fatalf("stream listeners: %v", eps)
 	}

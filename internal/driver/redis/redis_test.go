@@ -12,14 +12,15 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// server is the redis server the tests start, on a port of their own.
-var server *testbroker.Broker
+// server is the redis server the tests start, on a port of their own, when the
+// first test that needs it asks.
+var server = testbroker.NewLazyLocal("redis", 39379)
 
-func TestMain(m *testing.M) { testbroker.MainLocal(m, "redis", 39379, &server) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 	t.Helper()
-	d, err := New(dc, driver.Options{Endpoints: []string{server.Addr}})
+	d, err := New(dc, driver.Options{Endpoints: []string{server.Get(t).Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestConformance(t *testing.T) {
 // redisHost and redisPort, and its Jedis pool settings are accepted;
 // unknown settings are refused with their line.
 func TestOMBDriverFile(t *testing.T) {
-	host, port, _ := strings.Cut(server.Addr, ":")
+	host, port, _ := strings.Cut(server.Get(t).Addr, ":")
 	dc, err := workload.ParseDriver("redis.yaml", []byte("name: Redis\ndriverClass: io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver\nredisHost: "+host+"\nredisPort: "+port+"\njedisPoolMaxTotal: 64\njedisPoolMaxIdle: 16\n"))
 	if err != nil {
 		t.Fatal(err)
