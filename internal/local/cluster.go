@@ -403,12 +403,13 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 			return Status{}, err
 		}
 	}
-	if err := c.Kind.Install(ctx, c.CacheDir, c.logf); err != nil {
-		return Status{}, err
-	}
 	fresh := !same
 	c.served = want
+	// Planned first: a taken port is reported before a download.
 	if err := c.plan(prev, fresh); err != nil {
+		return Status{}, err
+	}
+	if err := c.Kind.Install(ctx, c.CacheDir, c.logf); err != nil {
 		return Status{}, err
 	}
 	if fresh {
