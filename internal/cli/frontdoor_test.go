@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,6 +88,9 @@ func TestInputCaughtBeforeTheRun(t *testing.T) {
 	// Cases that must fail before connecting use an address nothing
 	// listens on: reaching it would exit 1, not 2.
 	nowhere := "127.0.0.1:1"
+	// Cases that need the broker's answer name it thus; only they start
+	// it (and skip under -short).
+	const broker = "test-broker"
 	cases := []struct {
 		name string
 		args []string
@@ -107,11 +111,14 @@ func TestInputCaughtBeforeTheRun(t *testing.T) {
 		{"unwritable out", []string{"run", quick, "--broker", nowhere, "-o", filepath.Join(notDir, "r.json")}, "results cannot be written"},
 		{"unwritable omb", []string{"run", quick, "--broker", nowhere, "--omb-json", filepath.Join(notDir, "o.json")}, "results cannot be written"},
 		{"same out twice", []string{"run", quick, "--broker", nowhere, "-o", filepath.Join(dir, "a.json"), "--omb-json", filepath.Join(dir, "a.json")}, "same file"},
-		{"message too large", []string{"run", big, "--broker", lazyBroker.Get(t).Addr, "--out", filepath.Join(dir, "big.json")}, "max.request.size"},
-		{"missing topic", []string{"run", quick, "--broker", lazyBroker.Get(t).Addr, "--topic", "no-such-topic", "--messages", "10", "--out", filepath.Join(dir, "t.json")}, `"no-such-topic" does not exist`},
+		{"message too large", []string{"run", big, "--broker", broker, "--out", filepath.Join(dir, "big.json")}, "max.request.size"},
+		{"missing topic", []string{"run", quick, "--broker", broker, "--topic", "no-such-topic", "--messages", "10", "--out", filepath.Join(dir, "t.json")}, `"no-such-topic" does not exist`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if i := slices.Index(tc.args, broker); i >= 0 {
+				tc.args[i] = lazyBroker.Get(t).Addr
+			}
 			code, stdout, stderr := execute(tc.args...)
 			if code != ExitInvalidInput || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d (want %d), stderr %q (want %q)\nstdout: %s", code, ExitInvalidInput, stderr, tc.want, stdout)
