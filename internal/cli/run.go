@@ -259,8 +259,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 	tgt.wantCluster(f.local.brokers, nil, w)
 	tgt.local.links = tgt.local.links || f.local.links
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
-		reg, _ := driver.Lookup(dc.Name)
-		return usageError{fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", w.Source, reg.EndpointSetting)}
+		return usageError{fmt.Errorf("%s: the workload has a fault schedule; %s", w.Source, faultsNeedLocal(dc.Name))}
 	}
 	ses := newSession(io, tgt, sig)
 	closeOutputs, err := f.startOutputs(io, ses)
@@ -300,6 +299,19 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 		res.Price = &results.Price{PerNodeHour: f.perNodeHour, Nodes: f.nodes, Currency: "USD"}
 	}
 	return finishRun(io, res, runErr, out, f.ombJSON, rec)
+}
+
+// faultsNeedLocal says why a fault schedule cannot run on the driver's
+// target, and what to do.
+func faultsNeedLocal(driverName string) string {
+	reg, _ := driver.Lookup(driverName)
+	switch {
+	case reg.InProcess:
+		return fmt.Sprintf("faults act on the local clusters brokerbench starts, and the %s driver's broker is in brokerbench's own process: use a driver with a local cluster", driverName)
+	case reg.EndpointSetting != "":
+		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", reg.EndpointSetting)
+	}
+	return "faults act on the local clusters brokerbench starts: leave out --broker, and use --local-brokers"
 }
 
 // startOutputs starts what the flags ask to see of the run besides its

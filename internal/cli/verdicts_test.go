@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/study"
@@ -15,5 +16,18 @@ func TestVerdictCounts(t *testing.T) {
 	}
 	if got := verdictCounts([]study.Entry{{Status: study.Skipped}}); got != "" {
 		t.Errorf("no verdicts: %q", got)
+	}
+}
+
+// TestFaultsNeedLocalSaysWhatToDo: the refusal of a fault schedule names
+// what to change for every kind of driver, never an empty setting.
+func TestFaultsNeedLocalSaysWhatToDo(t *testing.T) {
+	for name, want := range map[string]string{
+		"memory": "the memory driver's broker is in brokerbench's own process",
+		"kafka":  "leave out --broker (and bootstrap.servers in the driver config)",
+	} {
+		if got := faultsNeedLocal(name); !strings.Contains(got, want) || strings.Contains(got, "( ") || strings.Contains(got, "and  in") {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
 	}
 }

@@ -97,9 +97,15 @@ func TestSpreadRunMergesExactly(t *testing.T) {
 	if measuredAcked != res.Measured.Acked || math.Abs(rate-res.Measured.PublishRate) > 1e-6 {
 		t.Errorf("workers measured %d acks at %.1f msg/s, merged %d at %.1f", measuredAcked, rate, res.Measured.Acked, res.Measured.PublishRate)
 	}
-	// The rate split exactly: the merged rate is the target's.
-	if math.Abs(res.Measured.PublishRate-4000)/4000 > 0.05 {
-		t.Errorf("merged publish rate %.1f, want about 4000", res.Measured.PublishRate)
+	// The rate split exactly: the merged rate is the target's, where the
+	// workers kept their schedules (a busy machine may not let them: the
+	// sends then left late, which the send lag shows).
+	if off := math.Abs(res.Measured.PublishRate-4000) / 4000; off > 0.05 {
+		if res.Measured.SendLag.P99 < 50 {
+			t.Errorf("merged publish rate %.1f with sends on time (send lag p99 %.1f ms), want about 4000", res.Measured.PublishRate, res.Measured.SendLag.P99)
+		} else {
+			t.Logf("merged publish rate %.1f: this machine could not keep the schedule (send lag p99 %.1f ms)", res.Measured.PublishRate, res.Measured.SendLag.P99)
+		}
 	}
 	for _, iv := range res.Intervals {
 		acked += iv.Acked
@@ -133,13 +139,16 @@ func TestByTopicKeepsMessagesOnTheirWorker(t *testing.T) {
 		t.Errorf("end-to-end clock error %.3f ms with placement by topic", d.EndToEndClockErrorMs)
 	}
 	for _, wk := range d.Workers {
-		// Each worker's two subscriptions get each of its messages once.
-		if wk.Measured.Consumed != 2*wk.Measured.Acked && wk.Measured.Consumed < 2*wk.Measured.Acked-50 {
-			t.Errorf("worker %s consumed %d of its %d acknowledged messages x 2", wk.Address, wk.Measured.Consumed, wk.Measured.Acked)
+		// Each worker's two subscriptions get its own messages, and no
+		// other worker's: never more than twice what it sent (give or
+		// take the measurement's edges). Consumers that fell behind at
+		// the end of a busy machine's measurement catch up in the drain.
+		if wk.Measured.Consumed > 2*wk.Measured.Acked+50 {
+			t.Errorf("worker %s consumed %d, more than its %d acknowledged messages x 2", wk.Address, wk.Measured.Consumed, wk.Measured.Acked)
 		}
 	}
-	if res.Counts.Lost != 0 || res.Counts.Acked != res.Counts.Sent {
-		t.Errorf("accounting %+v", res.Counts)
+	if c := res.Counts; c.Lost != 0 || c.Acked != c.Sent || c.Consumed != 2*c.Acked {
+		t.Errorf("accounting %+v", c)
 	}
 }
 
