@@ -107,6 +107,7 @@ fuzz:
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParseRedisInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/kube/kubeapi -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/distributed -run '^$$' -fuzz '^FuzzDecodeAssignment$$' -fuzztime $(FUZZTIME)
 
 clean:
