@@ -15,12 +15,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/kube"
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -110,7 +108,7 @@ for kubectl apply.`,
 	fl.IntVar(&f.workers, "workers", 0, "number of worker pods (required)")
 	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace to run in")
 	fl.StringVar(&f.image, "image", "brokerbench:"+sysinfo.Version, "brokerbench image (make image)")
-	fl.StringVar(&f.pullPolicy, "pull-policy", string(corev1.PullIfNotPresent), "image pull policy: Always, IfNotPresent or Never")
+	fl.StringVar(&f.pullPolicy, "pull-policy", "IfNotPresent", "image pull policy: Always, IfNotPresent or Never")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fl.StringVar(&f.kubeContext, "context", "", "kubeconfig context (default: the current one)")
 	fl.BoolVar(&f.hostNetwork, "host-network", false, "run the pods on the node's network (one node; reaches a broker on its loopback)")
@@ -167,9 +165,9 @@ func k8sRun(cmd *cobra.Command, io IO, path string, f *k8sFlags) error {
 			return err
 		}
 	}
-	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
+	cfg, err := kubeapi.Load(f.kubeconfig, f.kubeContext)
 	if err != nil {
-		return withCode(ExitInvalidInput, err)
+		return withCode(ExitInvalidInput, fmt.Errorf("no Kubernetes cluster to talk to: %w (give --kubeconfig, or set KUBECONFIG)", err))
 	}
 	sig := watchK8sInterrupts(cmd.Context(), io.Err)
 	defer sig.release()
@@ -259,8 +257,8 @@ func k8sSpec(cmd *cobra.Command, path string, f *k8sFlags) (kube.Spec, *workload
 		_, _ = rand.Read(id)
 		name = "bb-" + hex.EncodeToString(id)
 	}
-	policy := corev1.PullPolicy(f.pullPolicy)
-	if policy != corev1.PullAlways && policy != corev1.PullIfNotPresent && policy != corev1.PullNever {
+	policy := f.pullPolicy
+	if policy != "Always" && policy != "IfNotPresent" && policy != "Never" {
 		return kube.Spec{}, nil, usageError{fmt.Errorf("--pull-policy %q: use Always, IfNotPresent or Never", f.pullPolicy)}
 	}
 	return kube.Spec{
@@ -268,24 +266,6 @@ func k8sSpec(cmd *cobra.Command, path string, f *k8sFlags) (kube.Spec, *workload
 		Workers: f.workers, HostNetwork: f.hostNetwork, Files: files, RunArgs: args, EnvFromSecret: f.envFromSecret,
 		Deadline: w.Warmup + w.Duration + 15*time.Minute,
 	}, w, nil
-}
-
-// restConfig loads the API server's address and credentials: the
-// kubeconfig given, else $KUBECONFIG or ~/.kube/config, else the pod's
-// service account.
-func restConfig(path, context string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules.ExplicitPath = path
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
-	if err == nil {
-		return cfg, nil
-	}
-	if in, inErr := rest.InClusterConfig(); inErr == nil && path == "" {
-		return in, nil
-	}
-	return nil, fmt.Errorf("no Kubernetes cluster to talk to: %w (give --kubeconfig, or set KUBECONFIG)", err)
 }
 
 // k8sResultFiles are the coordinator's result files by name, with where

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/kube"
+	"github.com/brokerbench/brokerbench/internal/kube/kubetest"
 )
 
 // TestK8sHelpNamesTheClusterSocket: the import command 'k8s run --help'
@@ -117,5 +118,22 @@ func TestK8sInterruptsSayWhatApplies(t *testing.T) {
 	}
 	if all := out.String(); strings.Contains(all, "drain") {
 		t.Errorf("a k8s run's interrupt speaks of a drain:\n%s", all)
+	}
+}
+
+// TestK8sDryRunAgainstAPIServer: 'k8s run --dry-run' reaches a real
+// kube-apiserver through --kubeconfig, which validates the run's objects
+// strictly and stores none.
+func TestK8sDryRunAgainstAPIServer(t *testing.T) {
+	srv := kubetest.Start(t, 39829, 39849)
+	code, _, stderr := execute("k8s", "run", "../../workloads/quick.yaml", "--workers", "2", "--broker", "kafka:9092",
+		"--kubeconfig", srv.Kubeconfig, "--name", "bb-cli", "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, what := range []string{"ConfigMap bb-cli-config", "Service bb-cli-workers", "Job bb-cli-workers", "Job bb-cli-coordinator"} {
+		if !strings.Contains(stderr, what+": validated by the API server (dry run)") {
+			t.Errorf("the output does not say %s was validated:\n%s", what, stderr)
+		}
 	}
 }

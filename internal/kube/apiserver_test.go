@@ -2,13 +2,12 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 	"github.com/brokerbench/brokerbench/internal/kube/kubetest"
 )
 
@@ -60,21 +59,24 @@ func TestObjectsAgainstAPIServer(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", what, log.String())
 		}
 	}
-	c, err := newClients(srv.Config)
+	c, err := kubeapi.New(srv.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel := metav1.ListOptions{LabelSelector: LabelRun + "=bb-test"}
+	sel := LabelRun + "=bb-test"
 	ctx := context.Background()
-	jobs, err := c.batch.Jobs("default").List(ctx, sel)
-	if err != nil {
+	var jobs kubeapi.List[kubeapi.Job]
+	if err := c.List(ctx, kubeapi.Jobs, "default", sel, &jobs); err != nil {
 		t.Fatal(err)
 	}
-	cms, _ := c.core.ConfigMaps("default").List(ctx, sel)
-	svcs, _ := c.core.Services("default").List(ctx, sel)
+	var cms kubeapi.List[kubeapi.ConfigMap]
+	var svcs kubeapi.List[kubeapi.Service]
+	if err := errors.Join(c.List(ctx, kubeapi.ConfigMaps, "default", sel, &cms), c.List(ctx, kubeapi.Services, "default", sel, &svcs)); err != nil {
+		t.Fatal(err)
+	}
 	// Jobs are deleted in the background: gone, or marked for deletion.
 	for _, j := range jobs.Items {
-		if j.DeletionTimestamp == nil {
+		if j.DeletionTimestamp == "" {
 			t.Errorf("job %s left behind", j.Name)
 		}
 	}
@@ -105,7 +107,7 @@ func TestWorkerURLs(t *testing.T) {
 	if o.ConfigMap.Data["workers"] != strings.Join(host.WorkerURLs(), "\n")+"\n" {
 		t.Errorf("workers file %q", o.ConfigMap.Data["workers"])
 	}
-	if o.Workers.Spec.Template.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+	if o.Workers.Spec.Template.Spec.Containers[0].ImagePullPolicy != "IfNotPresent" {
 		t.Errorf("default pull policy %v", o.Workers.Spec.Template.Spec.Containers[0].ImagePullPolicy)
 	}
 }

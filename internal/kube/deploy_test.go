@@ -10,14 +10,15 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 	"github.com/brokerbench/brokerbench/internal/kube/kubetest"
 )
 
-// decodeObjects reads a run's four objects from YAML documents.
+// decodeObjects reads a run's four objects from YAML documents, strictly:
+// a field that brokerbench's objects do not model fails the test, so that
+// the API server then validates all of what the documents say.
 func decodeObjects(t *testing.T, docs []string) *Objects {
 	t.Helper()
 	o := &Objects{}
@@ -37,16 +38,16 @@ func decodeObjects(t *testing.T, docs []string) *Objects {
 		var dst any
 		switch {
 		case head.Kind == "ConfigMap":
-			o.ConfigMap = &corev1.ConfigMap{}
+			o.ConfigMap = &kubeapi.ConfigMap{}
 			dst = o.ConfigMap
 		case head.Kind == "Service":
-			o.Service = &corev1.Service{}
+			o.Service = &kubeapi.Service{}
 			dst = o.Service
 		case head.Kind == "Job" && strings.HasSuffix(head.Metadata.Name, "-workers"):
-			o.Workers = &batchv1.Job{}
+			o.Workers = &kubeapi.Job{}
 			dst = o.Workers
 		case head.Kind == "Job" && strings.HasSuffix(head.Metadata.Name, "-coordinator"):
-			o.Coordinator = &batchv1.Job{}
+			o.Coordinator = &kubeapi.Job{}
 			dst = o.Coordinator
 		default:
 			t.Fatalf("unexpected object %s %s", head.Kind, head.Metadata.Name)
@@ -114,7 +115,7 @@ func TestDeployFilesAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, pair := range []struct{ got, want *batchv1.Job }{{o.Workers, want.Workers}, {o.Coordinator, want.Coordinator}} {
+		for _, pair := range []struct{ got, want *kubeapi.Job }{{o.Workers, want.Workers}, {o.Coordinator, want.Coordinator}} {
 			g, w := pair.got.Spec.Template.Spec.Containers[0], pair.want.Spec.Template.Spec.Containers[0]
 			if fmt.Sprint(g.Args) != fmt.Sprint(w.Args) {
 				t.Errorf("%s args:\nchart     %v\nk8s run   %v", pair.got.Name, g.Args, w.Args)

@@ -1,7 +1,7 @@
 // Package kube runs a distributed brokerbench run on Kubernetes: workers
 // as an Indexed Job behind a headless Service, the coordinator as a Job
 // that runs the test and exits, their files in a ConfigMap. It builds
-// those objects, creates them through the API server (client-go), follows
+// those objects, creates them through the API server (kubeapi), follows
 // them, copies the results out of the coordinator's log, and deletes what
 // it created.
 package kube
@@ -11,12 +11,9 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 )
 
 // WorkerPort is the port workers serve the worker API on.
@@ -39,9 +36,9 @@ type Spec struct {
 	Name      string
 	Namespace string
 	Image     string
-	// PullPolicy is the containers' image pull policy (default
-	// IfNotPresent).
-	PullPolicy corev1.PullPolicy
+	// PullPolicy is the containers' image pull policy: Always,
+	// IfNotPresent (the default) or Never.
+	PullPolicy string
 	// Workers is how many worker pods run.
 	Workers int
 	// HostNetwork runs every pod in the node's network namespace: worker
@@ -79,10 +76,10 @@ func (s *Spec) check() error {
 
 // Objects is one run's Kubernetes objects, in the order they are created.
 type Objects struct {
-	ConfigMap   *corev1.ConfigMap
-	Service     *corev1.Service
-	Workers     *batchv1.Job
-	Coordinator *batchv1.Job
+	ConfigMap   *kubeapi.ConfigMap
+	Service     *kubeapi.Service
+	Workers     *kubeapi.Job
+	Coordinator *kubeapi.Job
 }
 
 func (s *Spec) labels(role string) map[string]string {
@@ -93,8 +90,8 @@ func (s *Spec) labels(role string) map[string]string {
 	return l
 }
 
-func (s *Spec) meta(name, role string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: s.labels(role)}
+func (s *Spec) meta(name, role string) kubeapi.ObjectMeta {
+	return kubeapi.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: s.labels(role)}
 }
 
 // WorkerURLs are the worker API's addresses as the coordinator reaches
@@ -118,7 +115,7 @@ func Build(s Spec) (*Objects, error) {
 		s.Namespace = "default"
 	}
 	if s.PullPolicy == "" {
-		s.PullPolicy = corev1.PullIfNotPresent
+		s.PullPolicy = "IfNotPresent"
 	}
 	if err := s.check(); err != nil {
 		return nil, err
@@ -128,12 +125,12 @@ func Build(s Spec) (*Objects, error) {
 		files[k] = v
 	}
 	o := &Objects{
-		ConfigMap: &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: s.meta(s.Name+"-config", ""), Data: files},
-		Service: &corev1.Service{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: s.meta(s.Name+"-workers", "worker"),
-			Spec: corev1.ServiceSpec{
-				ClusterIP: corev1.ClusterIPNone, Selector: s.labels("worker"), PublishNotReadyAddresses: true,
-				Ports: []corev1.ServicePort{{Name: "worker-api", Port: WorkerPort, TargetPort: intstr.FromInt32(WorkerPort)}},
+		ConfigMap: &kubeapi.ConfigMap{TypeMeta: kubeapi.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: s.meta(s.Name+"-config", ""), Data: files},
+		Service: &kubeapi.Service{
+			TypeMeta: kubeapi.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: s.meta(s.Name+"-workers", "worker"),
+			Spec: kubeapi.ServiceSpec{
+				ClusterIP: "None", Selector: s.labels("worker"), PublishNotReadyAddresses: true,
+				Ports: []kubeapi.ServicePort{{Name: "worker-api", Port: WorkerPort, TargetPort: WorkerPort}},
 			},
 		},
 	}
@@ -144,15 +141,14 @@ func Build(s Spec) (*Objects, error) {
 		listen = fmt.Sprintf("127.1.$(JOB_COMPLETION_INDEX).1:%d", WorkerPort)
 	}
 	workers := int32(s.Workers)
-	indexed := batchv1.IndexedCompletion
 	o.Workers = s.job(s.Name+"-workers", "worker", []string{"worker", "--listen", listen, "--once"})
-	o.Workers.Spec.CompletionMode, o.Workers.Spec.Completions, o.Workers.Spec.Parallelism = &indexed, &workers, &workers
+	o.Workers.Spec.CompletionMode, o.Workers.Spec.Completions, o.Workers.Spec.Parallelism = "Indexed", &workers, &workers
 	o.Workers.Spec.Template.Spec.Subdomain = s.Name + "-workers"
 	if !s.HostNetwork {
 		// On the host network a container port is a host port, which the
 		// scheduler allows once per node: the workers there each serve
 		// on an address of their own instead.
-		o.Workers.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "worker-api", ContainerPort: WorkerPort}}
+		o.Workers.Spec.Template.Spec.Containers[0].Ports = []kubeapi.ContainerPort{{Name: "worker-api", ContainerPort: WorkerPort}}
 	}
 	args := append([]string{"k8s", "coordinator", "--", "run", configDir + "/workload.yaml", "--workers-file", configDir + "/workers",
 		"--workers-wait", "5m", "--quiet"}, s.RunArgs...)
@@ -164,48 +160,46 @@ func Build(s Spec) (*Objects, error) {
 }
 
 // job returns a Job of one container running brokerbench with args.
-func (s *Spec) job(name, role string, args []string) *batchv1.Job {
+func (s *Spec) job(name, role string, args []string) *kubeapi.Job {
 	var noRetry int32
 	deadline := int64(s.Deadline.Seconds())
 	if deadline <= 0 {
 		deadline = 3600
 	}
 	nonRoot, uid := true, int64(65532)
-	c := corev1.Container{
+	c := kubeapi.Container{
 		Name: role, Image: s.Image, ImagePullPolicy: s.PullPolicy, Args: args,
-		Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
-		VolumeMounts: []corev1.VolumeMount{
+		Env: []kubeapi.EnvVar{{Name: "HOME", Value: "/tmp"}},
+		VolumeMounts: []kubeapi.VolumeMount{
 			{Name: "config", MountPath: configDir, ReadOnly: true},
 			{Name: "scratch", MountPath: "/tmp"},
 		},
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-		}},
-		SecurityContext: &corev1.SecurityContext{RunAsNonRoot: &nonRoot, RunAsUser: &uid, AllowPrivilegeEscalation: new(bool)},
+		Resources:       kubeapi.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "64Mi"}},
+		SecurityContext: &kubeapi.SecurityContext{RunAsNonRoot: &nonRoot, RunAsUser: &uid, AllowPrivilegeEscalation: new(bool)},
 	}
 	if s.EnvFromSecret != "" {
-		c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s.EnvFromSecret}}}}
+		c.EnvFrom = []kubeapi.EnvFromSource{{SecretRef: &kubeapi.LocalObjectReference{Name: s.EnvFromSecret}}}
 	}
-	var tolerations []corev1.Toleration
+	var tolerations []kubeapi.Toleration
 	if s.HostNetwork {
 		// Pods on the host network need no pod network: they may run on
 		// a node whose network plugin is not ready (or absent).
 		for _, taint := range []string{"node.kubernetes.io/not-ready", "node.kubernetes.io/network-unavailable"} {
-			tolerations = append(tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+			tolerations = append(tolerations, kubeapi.Toleration{Key: taint, Operator: "Exists", Effect: "NoSchedule"})
 		}
 	}
-	return &batchv1.Job{
-		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: s.meta(name, role),
-		Spec: batchv1.JobSpec{
+	return &kubeapi.Job{
+		TypeMeta: kubeapi.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: s.meta(name, role),
+		Spec: kubeapi.JobSpec{
 			BackoffLimit: &noRetry, ActiveDeadlineSeconds: &deadline,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: s.labels(role)},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever, HostNetwork: s.HostNetwork, Tolerations: tolerations,
-					Containers: []corev1.Container{c},
-					Volumes: []corev1.Volume{
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-config"}}}},
-						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			Template: kubeapi.PodTemplateSpec{
+				ObjectMeta: kubeapi.ObjectMeta{Labels: s.labels(role)},
+				Spec: kubeapi.PodSpec{
+					RestartPolicy: "Never", HostNetwork: s.HostNetwork, Tolerations: tolerations,
+					Containers: []kubeapi.Container{c},
+					Volumes: []kubeapi.Volume{
+						{Name: "config", ConfigMap: &kubeapi.LocalObjectReference{Name: s.Name + "-config"}},
+						{Name: "scratch", EmptyDir: &kubeapi.EmptyDirVolumeSource{}},
 					},
 				},
 			},

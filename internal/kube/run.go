@@ -9,12 +9,7 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 )
 
 // Options are how Run behaves.
@@ -48,31 +43,12 @@ type Outcome struct {
 	ExitCode int
 }
 
-// clients are the typed API clients Run uses: only core and batch, not
-// the whole clientset.
-type clients struct {
-	core  coreclient.CoreV1Interface
-	batch batchclient.BatchV1Interface
-}
-
-func newClients(cfg *rest.Config) (*clients, error) {
-	core, err := coreclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	batch, err := batchclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &clients{core: core, batch: batch}, nil
-}
-
 // Run creates the objects, follows the run until the coordinator has
 // ended, and deletes what it created, also when ctx ends: the
 // coordinator is then stopped, and its partial results are still copied
 // out. With DryRun the API server validates the objects and nothing is
 // created.
-func Run(ctx context.Context, cfg *rest.Config, o *Objects, opts Options) (Outcome, error) {
+func Run(ctx context.Context, cfg *kubeapi.Config, o *Objects, opts Options) (Outcome, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -82,71 +58,56 @@ func Run(ctx context.Context, cfg *rest.Config, o *Objects, opts Options) (Outco
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Minute
 	}
-	c, err := newClients(cfg)
+	c, err := kubeapi.New(cfg)
 	if err != nil {
 		return Outcome{}, err
 	}
-	cleanup, err := c.create(ctx, o, opts)
+	cleanup, err := create(ctx, c, o, opts)
 	defer cleanup()
 	if err != nil || opts.DryRun {
 		return Outcome{}, err
 	}
-	return c.follow(ctx, o, opts)
+	return follow(ctx, c, o, opts)
 }
 
 // create creates the objects in order; the returned function deletes
 // those created (dry-run objects are not).
-func (c *clients) create(ctx context.Context, o *Objects, opts Options) (func(), error) {
+func create(ctx context.Context, c *kubeapi.Client, o *Objects, opts Options) (func(), error) {
 	ns := o.ConfigMap.Namespace
-	create := metav1.CreateOptions{FieldValidation: "Strict"}
-	if opts.DryRun {
-		create.DryRun = []string{metav1.DryRunAll}
-	}
 	var undo []func(context.Context) error
 	cleanup := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for i := len(undo) - 1; i >= 0; i-- {
-			if err := undo[i](ctx); err != nil && !apierrors.IsNotFound(err) {
+			if err := undo[i](ctx); err != nil && !kubeapi.IsNotFound(err) {
 				fmt.Fprintf(opts.Log, "warning: delete: %v\n", err)
 			}
 		}
 	}
-	background := metav1.DeletePropagationBackground
-	del := metav1.DeleteOptions{PropagationPolicy: &background}
+	// A Job's pods are deleted after it.
+	del := kubeapi.DeleteOptions{PropagationPolicy: "Background"}
 	steps := []struct {
-		what   string
-		create func() error
-		delete func(context.Context) error
+		what     string
+		resource kubeapi.Resource
+		name     string
+		obj      any
 	}{
-		{"ConfigMap " + o.ConfigMap.Name, func() error {
-			_, err := c.core.ConfigMaps(ns).Create(ctx, o.ConfigMap, create)
-			return err
-		}, func(ctx context.Context) error { return c.core.ConfigMaps(ns).Delete(ctx, o.ConfigMap.Name, del) }},
-		{"Service " + o.Service.Name, func() error {
-			_, err := c.core.Services(ns).Create(ctx, o.Service, create)
-			return err
-		}, func(ctx context.Context) error { return c.core.Services(ns).Delete(ctx, o.Service.Name, del) }},
-		{"Job " + o.Workers.Name, func() error {
-			_, err := c.batch.Jobs(ns).Create(ctx, o.Workers, create)
-			return err
-		}, func(ctx context.Context) error { return c.batch.Jobs(ns).Delete(ctx, o.Workers.Name, del) }},
-		{"Job " + o.Coordinator.Name, func() error {
-			_, err := c.batch.Jobs(ns).Create(ctx, o.Coordinator, create)
-			return err
-		}, func(ctx context.Context) error { return c.batch.Jobs(ns).Delete(ctx, o.Coordinator.Name, del) }},
+		{"ConfigMap", kubeapi.ConfigMaps, o.ConfigMap.Name, o.ConfigMap},
+		{"Service", kubeapi.Services, o.Service.Name, o.Service},
+		{"Job", kubeapi.Jobs, o.Workers.Name, o.Workers},
+		{"Job", kubeapi.Jobs, o.Coordinator.Name, o.Coordinator},
 	}
 	for _, s := range steps {
-		if err := s.create(); err != nil {
-			return cleanup, fmt.Errorf("create %s in namespace %s: %w", s.what, ns, err)
+		if err := c.Create(ctx, s.resource, ns, s.obj, opts.DryRun); err != nil {
+			return cleanup, fmt.Errorf("create %s %s in namespace %s: %w", s.what, s.name, ns, err)
 		}
 		verb := "created"
 		if opts.DryRun {
 			verb = "validated by the API server (dry run)"
 		} else {
-			undo = append(undo, s.delete)
+			undo = append(undo, func(ctx context.Context) error { return c.Delete(ctx, s.resource, ns, s.name, del) })
 		}
-		fmt.Fprintf(opts.Log, "%s: %s\n", s.what, verb)
+		fmt.Fprintf(opts.Log, "%s %s: %s\n", s.what, s.name, verb)
 	}
 	return cleanup, nil
 }
@@ -160,10 +121,10 @@ var fatalWaiting = map[string]bool{
 // follow waits for the coordinator's pod, streams its log until it ends,
 // and reads its exit code; on ctx's end it stops the coordinator and
 // still collects what it wrote.
-func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome, error) {
+func follow(ctx context.Context, c *kubeapi.Client, o *Objects, opts Options) (Outcome, error) {
 	ns := o.ConfigMap.Namespace
 	run := o.ConfigMap.Labels[LabelRun]
-	pod, err := c.awaitCoordinator(ctx, ns, run, opts)
+	pod, err := awaitCoordinator(ctx, c, ns, run, opts)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -177,7 +138,7 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 	}
 	done := make(chan read, 1)
 	go func() {
-		stream, err := c.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(logCtx)
+		stream, err := c.Logs(logCtx, ns, pod, true)
 		if err != nil {
 			done <- read{err: fmt.Errorf("read the coordinator's log: %w%s", err, logHint(err))}
 			return
@@ -193,7 +154,7 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 		fmt.Fprintf(opts.Log, "interrupted: stopping the coordinator (up to %s for its partial results)\n", opts.StopGrace)
 		grace := int64(opts.StopGrace.Seconds())
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = c.core.Pods(ns).Delete(dctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		_ = c.Delete(dctx, kubeapi.Pods, ns, pod, kubeapi.DeleteOptions{GracePeriodSeconds: &grace})
 		cancel()
 		select {
 		case got = <-done:
@@ -207,7 +168,7 @@ func (c *clients) follow(ctx context.Context, o *Objects, opts Options) (Outcome
 		}
 		return Outcome{Files: got.files, ExitCode: -1}, errors.Join(context.Cause(ctx), got.err)
 	}
-	code, err := c.exitCode(ns, pod)
+	code, err := exitCode(c, ns, pod)
 	return Outcome{Files: got.files, ExitCode: code}, errors.Join(got.err, err)
 }
 
@@ -223,12 +184,12 @@ func logHint(err error) string {
 // awaitCoordinator waits until the coordinator's pod has started (or
 // ended), reporting every pod's phase changes, and fails early on pods
 // that cannot start.
-func (c *clients) awaitCoordinator(ctx context.Context, ns, run string, opts Options) (string, error) {
+func awaitCoordinator(ctx context.Context, c *kubeapi.Client, ns, run string, opts Options) (string, error) {
 	deadline := time.Now().Add(opts.StartTimeout)
 	seen := map[string]string{}
 	for {
-		pods, err := c.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + run})
-		if err != nil {
+		var pods kubeapi.List[kubeapi.Pod]
+		if err := c.List(ctx, kubeapi.Pods, ns, LabelRun+"="+run, &pods); err != nil {
 			return "", fmt.Errorf("list the run's pods: %w", err)
 		}
 		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
@@ -244,7 +205,7 @@ func (c *clients) awaitCoordinator(ctx context.Context, ns, run string, opts Opt
 					return "", fmt.Errorf("pod %s cannot start: %s: %s (is the image %s on every node? 'make image' builds it)", p.Name, w.Reason, w.Message, cs.Image)
 				}
 			}
-			if p.Labels[LabelRole] == "coordinator" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			if p.Labels[LabelRole] == "coordinator" && (p.Status.Phase == kubeapi.PodRunning || p.Status.Phase == kubeapi.PodSucceeded || p.Status.Phase == kubeapi.PodFailed) {
 				coordinator = p.Name
 			}
 		}
@@ -264,10 +225,10 @@ func (c *clients) awaitCoordinator(ctx context.Context, ns, run string, opts Opt
 
 // podState describes a pod's phase and its container's state in a few
 // words.
-func podState(p *corev1.Pod) string {
-	parts := []string{string(p.Status.Phase)}
+func podState(p *kubeapi.Pod) string {
+	parts := []string{p.Status.Phase}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+		if c.Type == "PodScheduled" && c.Status == "False" && c.Reason != "" {
 			parts = append(parts, strings.ToLower(c.Reason)+": "+c.Message)
 		}
 	}
@@ -284,12 +245,12 @@ func podState(p *corev1.Pod) string {
 
 // exitCode waits briefly for the pod's container to be reported
 // terminated and returns its exit code.
-func (c *clients) exitCode(ns, pod string) (int, error) {
+func exitCode(c *kubeapi.Client, ns, pod string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		p, err := c.core.Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		var p kubeapi.Pod
+		if err := c.Get(ctx, kubeapi.Pods, ns, pod, &p); err != nil {
 			return -1, fmt.Errorf("read the coordinator's exit code: %w", err)
 		}
 		for _, cs := range p.Status.ContainerStatuses {

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 )
 
 // fakeAPIServer answers what Run asks of an API server, for a run whose
@@ -45,11 +43,11 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	case strings.HasSuffix(r.URL.Path, "/pods"):
-		pod := corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "bb-test-coordinator-x", Namespace: "default", Labels: map[string]string{LabelRole: "coordinator"}},
-			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		pod := kubeapi.Pod{
+			ObjectMeta: kubeapi.ObjectMeta{Name: "bb-test-coordinator-x", Namespace: "default", Labels: map[string]string{LabelRole: "coordinator"}},
+			Status:     kubeapi.PodStatus{Phase: kubeapi.PodRunning},
 		}
-		_ = json.NewEncoder(w).Encode(corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []corev1.Pod{pod}})
+		_ = json.NewEncoder(w).Encode(kubeapi.List[kubeapi.Pod]{TypeMeta: kubeapi.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []kubeapi.Pod{pod}})
 	default:
 		http.NotFound(w, r)
 	}
@@ -76,7 +74,7 @@ func TestRunInterruptedTwice(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		cfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+		cfg := &kubeapi.Config{Host: srv.URL}
 		out, err := Run(ctx, cfg, o, Options{
 			Log: &log, Abandon: abandon, StopGrace: time.Minute,
 			LocalPaths: map[string]string{"run.json": "results/here.json"},

@@ -25,8 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
+	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
@@ -49,7 +48,7 @@ func APIServerPath() string {
 // Server is a running API server.
 type Server struct {
 	// Config reaches it as a cluster administrator.
-	Config *rest.Config
+	Config *kubeapi.Config
 	// Kubeconfig is a kubeconfig file for it.
 	Kubeconfig string
 	procs      []proc
@@ -107,7 +106,7 @@ func Start(t testing.TB, etcdPort, port int) *Server {
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-cluster-ip-range", "10.96.0.0/16",
 		"--authorization-mode", "RBAC", "--allow-privileged=true", "--cert-dir", filepath.Join(dir, "certs"))
 	host := fmt.Sprintf("https://127.0.0.1:%d", port)
-	s.Config = &rest.Config{Host: host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}
+	s.Config = &kubeapi.Config{Host: host, BearerToken: token, CAData: pki.CertPEM(ca.Certificate()), Source: "kubetest"}
 	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	write(t, s.Kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -141,7 +140,7 @@ func (s *Server) start(t testing.TB, dir, name, bin string, args ...string) {
 // default namespace.
 func (s *Server) awaitReady(t testing.TB, host string) {
 	t.Helper()
-	rt, err := rest.TransportFor(s.Config)
+	rt, err := s.Config.Transport()
 	if err != nil {
 		t.Fatal(err)
 	}
