@@ -67,10 +67,12 @@ func TestOMBFilesRunUnchanged(t *testing.T) {
 		// the producer goroutine is sometimes scheduled tens of ms late;
 		// the 10 ms default is for real runs (TestSendLagLimit covers it).
 		"--max-send-lag", "200ms")
-	if code != ExitOK {
+	// What is tested is that OMB's files run as they are; a busy machine
+	// may decide the rate.
+	if !completed(t, code) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "accounting: sent") || !strings.Contains(stdout, "target rate held") {
+	if !strings.Contains(stdout, "accounting: sent") || (code == ExitOK && !strings.Contains(stdout, "target rate held")) {
 		t.Errorf("summary missing:\n%s", stdout)
 	}
 	res, err := results.Read(out)
@@ -106,10 +108,20 @@ func TestFindMaxRate(t *testing.T) {
 	code, stdout, stderr := execute("run", "../../workloads/max-rate-100b.yaml", "--broker", lazyBroker.Get(t).Addr,
 		"--find-max-rate", "--slo", "p99<500ms", "--max-steps", "3", "--warmup", "1s", "--duration", "2s",
 		"--max-send-lag", "200ms", "--out", out)
+	res, err := results.Read(out)
+	if err == nil && code == ExitDisturbed && res.MaxRate != nil && res.MaxRate.NotMeasurable != "" {
+		// Other processes took the machine step after step: the search
+		// says so instead of giving a number (its mechanics are tested in
+		// internal/maxrate, where time is controlled).
+		if !strings.Contains(stdout, "NOT MEASURABLE") {
+			t.Errorf("a search not measurable does not say so:\n%s", stdout)
+		}
+		t.Logf("machine disturbed: %s", res.MaxRate.NotMeasurable)
+		return
+	}
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	res, err := results.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ driver:
 	out := filepath.Join(dir, "r.json")
 	defer execute("local", "down", "kafka", "--port", "39692")
 	code, stdout, stderr := execute("run", wl, "--local-port", "39692", "--local-brokers", "3", "--quiet", "--out", out)
-	if code != ExitOK {
+	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	res, err := results.Read(out)
@@ -222,7 +222,7 @@ driver:
 	code, stdout, stderr := execute("run", wl, "--local-port", "39694", "--local-brokers", "3", "--quiet", "--out", out)
 	status := local.NewRabbitMQ(39694, 3).Status()
 	defer execute("local", "down", "rabbitmq", "--port", "39694")
-	if code != ExitOK {
+	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	res, err := results.Read(out)
@@ -232,7 +232,9 @@ driver:
 	if len(res.Faults) != 2 || res.Faults[0].Error != "" || res.Faults[1].Error != "" {
 		t.Fatalf("fault events %+v: want the kill and the restart of node 1", res.Faults)
 	}
-	if c := res.Counts; c.Lost != 0 || c.Acked < 10000 || c.Failed != 0 {
+	// Sends in flight on a connection to the killed node may fail (the
+	// producer fails over at once); none acknowledged may be lost.
+	if c := res.Counts; c.Lost != 0 || c.UnconfirmedLoss != 0 || c.Acked < 10000 || c.Failed > c.Sent/100 {
 		t.Errorf("accounting after killing one of three quorum queue replicas: %+v", c)
 	}
 	// The nodes' Prometheus plugin: messages received, on the intervals.

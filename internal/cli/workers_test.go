@@ -79,9 +79,9 @@ func TestRunAcrossWorkerProcesses(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := execute("run", spreadWorkload(t, "4s"), "--broker", b.Addr, "--workers", strings.Join(urls, ","),
 		"--out", out, "--quiet", "--max-send-lag", "200ms")
-	// On a busy machine the rate may be missed (3, 6); the accounting
-	// must be exact whatever happens.
-	if code != ExitOK && code != ExitTargetNotHeld && code != ExitLoadGeneratorBound {
+	// On a busy machine the rate may be missed; the accounting must be
+	// exact whatever happens.
+	if !completed(t, code) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	res, err := results.Read(out)
