@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -147,6 +149,9 @@ var headlines = map[string]bool{
 // Headline reports whether the series called name (without labels) is
 // one reports chart.
 func Headline(name string) bool { return headlines[name] }
+
+// Headlines returns the names of the series reports chart, sorted.
+func Headlines() []string { return slices.Sorted(maps.Keys(headlines)) }
 
 // rateKey is the key of a counter's rate: its name without "_total",
 // with "_per_second", then its labels.

@@ -1,0 +1,11 @@
+package local
+
+// KafkaJMXSeries returns the series brokerbench reads of a Kafka broker
+// (kafkaJMXSeries), for the test of a live broker's endpoint.
+func KafkaJMXSeries() []string {
+	var names []string
+	for _, s := range kafkaJMXSeries {
+		names = append(names, s.series)
+	}
+	return names
+}
