@@ -125,7 +125,7 @@ for kubectl apply.`,
 	fl.Duration("warmup", 0, "override the warmup duration")
 	fl.Float64("rate", 0, "override the total producer rate in msg/s (0 = max rate)")
 	fl.Int64("messages", 0, "stop producing after this many messages in total")
-	fl.Duration("max-send-lag", 10*time.Millisecond, "as 'run --max-send-lag'")
+	fl.Duration("max-send-lag", 0, "as 'run --max-send-lag' (0: 10ms beyond the scheduling delay the run measures)")
 	fl.Duration("drain-timeout", 30*time.Second, "as 'run --drain-timeout'")
 	fl.Duration("interval", time.Second, "sampling interval")
 	_ = cmd.MarkFlagRequired("workers")
