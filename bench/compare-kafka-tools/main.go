@@ -15,6 +15,7 @@
 //
 //	go run ./bench/compare-kafka-tools                 # 8M x 100 B, 800k x 1 KB, 3 repetitions
 //	go run ./bench/compare-kafka-tools -records 1000000 -reps 2 -sizes 100
+//	go run ./bench/compare-kafka-tools -baseline v0.9  # this tree against brokerbench at v0.9
 package main
 
 import (
@@ -53,7 +54,10 @@ type (
 
 type env struct {
 	bin, addr, lib, dir string
-	admin               *kadm.Client
+	// baseline is the git revision whose brokerbench also runs ("" for
+	// none), built as bin/brokerbench-baseline.
+	baseline string
+	admin    *kadm.Client
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
@@ -65,6 +69,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	fmt.Println("building brokerbench and barekafka")
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barekafka", "./bench/barekafka"}); err != nil {
 		return err
+	}
+	if o.Baseline != "" {
+		fmt.Printf("building brokerbench at %s\n", o.Baseline)
+		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
+			return err
+		}
 	}
 	k := local.NewKafka(o.Port, 1)
 	k.HeapMB = 1024
@@ -78,7 +88,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer cl.Close()
-	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, admin: kadm.NewClient(cl)}
+	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
 
 	var all []measurement
 	for _, size := range o.Sizes {
@@ -98,14 +108,15 @@ func run(ctx context.Context, o toolcompare.Options) error {
 
 func (e *env) producers(size int) []tool {
 	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
-	bb := func(extra ...string) func(string, int64) []string {
+	bbAs := func(bin string, extra ...string) func(string, int64) []string {
 		return func(topic string, n int64) []string {
 			out := filepath.Join(e.dir, "bb.json")
-			return append([]string{filepath.Join(e.bin, "brokerbench"), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
+			return append([]string{filepath.Join(e.bin, bin), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
 				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}, extra...)
 		}
 	}
-	return []tool{
+	bb := func(extra ...string) func(string, int64) []string { return bbAs("brokerbench", extra...) }
+	tools := []tool{
 		{Name: "kafka ProducerPerformance", Cmd: func(topic string, n int64) []string {
 			return e.java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", strconv.FormatInt(n, 10),
 				"--record-size", strconv.Itoa(size), "--throughput", "-1", "--producer-props", "bootstrap.servers="+e.addr, "acks=1")
@@ -117,23 +128,34 @@ func (e *env) producers(size int) []tool {
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	if e.baseline != "" {
+		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("publish")})
+	}
+	return tools
 }
 
 func (e *env) consumers(size int) []tool {
 	bbWorkload := e.workload("consumer", size, "producersPerTopic: 0\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n")
-	return []tool{
+	bbAs := func(bin string) func(string, int64) []string {
+		return func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, bin), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
+				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
+		}
+	}
+	tools := []tool{
 		{Name: "kafka ConsumerPerformance", Cmd: func(topic string, n int64) []string {
 			return e.java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", e.addr, "--topic", topic,
 				"--messages", strconv.FormatInt(n, 10), "--group", fmt.Sprintf("cp-%d", time.Now().UnixNano()), "--timeout", "60000")
 		}, Rate: consumerPerformanceRate},
-		{Name: "brokerbench", Cmd: func(topic string, n int64) []string {
-			return []string{filepath.Join(e.bin, "brokerbench"), "run", bbWorkload, "--broker", e.addr, "--topic", topic,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, Rate: e.brokerbenchRate("consume")},
+		{Name: "brokerbench", Cmd: bbAs("brokerbench"), Rate: e.brokerbenchRate("consume")},
 		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "consume", "-broker", e.addr, "-topic", topic, "-records", strconv.FormatInt(n, 10)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	if e.baseline != "" {
+		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("consume")})
+	}
+	return tools
 }
 
 // workload writes a brokerbench workload for one side of the comparison.
@@ -200,7 +222,7 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int, reco
 		}
 	}
 	_, _ = e.admin.DeleteTopics(ctx, filled)
-	report(ms, prod, cons)
+	report(ms, prod, cons, e.baseline)
 	return ms, nil
 }
 
@@ -266,11 +288,18 @@ func (e *env) brokerbenchRate(which string) func(string) (float64, error) {
 	}
 }
 
-func report(ms []measurement, prod, cons []tool) {
+func report(ms []measurement, prod, cons []tool, baseline string) {
+	peers := func(tools []tool) []string {
+		p := []string{tools[0].Name, "bare franz-go"}
+		if baseline != "" {
+			p = append(p, toolcompare.BaselineTool(baseline))
+		}
+		return p
+	}
 	toolcompare.Report(ms,
-		toolcompare.Side{Role: "producer", Tools: prod, Peers: []string{prod[0].Name, "bare franz-go"},
+		toolcompare.Side{Role: "producer", Tools: prod, Peers: peers(prod),
 			Extra: func(ratio func(a, b string, which int) string) {
 				fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0))
 			}},
-		toolcompare.Side{Role: "consumer", Tools: cons, Peers: []string{cons[0].Name, "bare franz-go"}})
+		toolcompare.Side{Role: "consumer", Tools: cons, Peers: peers(cons)})
 }

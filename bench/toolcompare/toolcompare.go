@@ -233,6 +233,34 @@ type Options struct {
 	Reps    int    // repetitions of each tool
 	Port    int    // the broker's port on 127.0.0.1
 	Out     string // where every measurement goes, as JSON
+	// Baseline is a git revision whose brokerbench runs beside this
+	// tree's, as one more tool ("brokerbench at REV"): a before/after
+	// check of the load generator's cost in one sitting ("" for none).
+	Baseline string
+}
+
+// BaselineTool is the name of the tool that runs brokerbench built at
+// revision rev.
+func BaselineTool(rev string) string { return "brokerbench at " + rev }
+
+// BuildAt builds the brokerbench command at git revision rev into
+// dir/name: the revision's tree is exported with 'git archive' into a
+// directory of its own under dir, so the work tree is left as it is.
+func BuildAt(ctx context.Context, dir, rev, name string) error {
+	src := filepath.Join(dir, "baseline-src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git archive --format=tar "$1" | tar -x -C "$2"`, "sh", rev, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("-baseline %s: export the revision with git archive (run from the repository): %w\n%s", rev, err, out)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/brokerbench")
+	cmd.Dir, cmd.Env = src, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("-baseline %s: build brokerbench at that revision: %w\n%s", rev, err, out)
+	}
+	return os.RemoveAll(src)
 }
 
 // Main parses the command line into options with the given defaults and
@@ -249,6 +277,7 @@ func Main(name string, def Options, run func(context.Context, Options) error) {
 	flag.IntVar(&o.Reps, "reps", def.Reps, "repetitions of each tool")
 	flag.IntVar(&o.Port, "port", def.Port, "port of the broker this command starts on 127.0.0.1")
 	flag.StringVar(&o.Out, "out", def.Out, "where to write every measurement as JSON")
+	flag.StringVar(&o.Baseline, "baseline", "", "git revision whose brokerbench also runs, as a before/after check in the same sitting")
 	flag.Parse()
 	fail := func(err error) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
