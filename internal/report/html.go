@@ -33,8 +33,8 @@ var (
 // AccountingTable has a row per run with its message accounting.
 func (in *Input) AccountingTable() *Table {
 	t := &Table{Title: "Message accounting",
-		Headers:    []string{"Run", "Sent", "Acked", "Failed", "Consumed", "Lost", "Undelivered", "Duplicated", "Out of order", "Stored by broker", "Target", "Verdict"},
-		CSVHeaders: []string{"run", "sent", "acked", "failed", "consumed", "lost", "undelivered", "duplicated", "outOfOrder", "storedByBroker", "target", "verdict"}}
+		Headers:    []string{"Run", "Sent", "Acked", "Failed", "Consumed", "Lost", "Unconfirmed loss", "Delivered late", "Undelivered", "Duplicated", "Out of order", "Stored by broker", "Target", "Verdict"},
+		CSVHeaders: []string{"run", "sent", "acked", "failed", "consumed", "lost", "unconfirmedLoss", "deliveredLate", "undelivered", "duplicated", "outOfOrder", "storedByBroker", "target", "verdict"}}
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			c := r.Counts
@@ -52,7 +52,7 @@ func (in *Input) AccountingTable() *Table {
 			if r.Partial {
 				target += " (partial: " + r.PartialReason + ")"
 			}
-			nums := []int64{c.Sent, c.Acked, c.Failed, c.Consumed, c.Lost, c.Undelivered, c.Duplicated, c.OutOfOrder}
+			nums := []int64{c.Sent, c.Acked, c.Failed, c.Consumed, c.Lost, c.UnconfirmedLoss, c.DeliveredLate, c.Undelivered, c.Duplicated, c.OutOfOrder}
 			row := []string{runLabel(g, r)}
 			csvRow := []string{runLabel(g, r)}
 			for _, n := range nums {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,6 +379,31 @@ func TestAccountingTableSaysTheVerdict(t *testing.T) {
 	for i, want := range []string{"disturbed: other processes used 1.4 of 2 cores", "consumer-bound: the consumers fell behind"} {
 		if got := tb.Rows[i][last]; !strings.HasPrefix(got, want) {
 			t.Errorf("row %d verdict %q, want %q...", i, got, want)
+		}
+	}
+}
+
+// TestAccountingTableShowsUnprovenLosses: messages that were never
+// delivered but could not be proven gone, and those a re-read found late,
+// have columns of their own, apart from the proven losses.
+func TestAccountingTableShowsUnprovenLosses(t *testing.T) {
+	r := &results.Run{Counts: results.Counts{Sent: 100, Acked: 100, Consumed: 93, Lost: 1, UnconfirmedLoss: 4, DeliveredLate: 2}}
+	in := &Input{Groups: []*Group{{Label: "a", Runs: []*results.Run{r}}}}
+	tb := in.AccountingTable()
+	col := func(header string) int {
+		t.Helper()
+		i := slices.Index(tb.Headers, header)
+		if i < 0 {
+			t.Fatalf("no column %q in %v", header, tb.Headers)
+		}
+		return i
+	}
+	for header, want := range map[string]string{"Lost": "1", "Unconfirmed loss": "4", "Delivered late": "2"} {
+		if got := tb.Rows[0][col(header)]; got != want {
+			t.Errorf("%s: %q, want %q", header, got, want)
+		}
+		if got := tb.CSV[0][col(header)]; got != want {
+			t.Errorf("%s in CSV: %q, want %q", header, got, want)
 		}
 	}
 }
