@@ -73,11 +73,11 @@ func TestKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := string(k.Next())
-	for range keyCount - 1 {
+	for range DefaultKeyCount - 1 {
 		k.Next()
 	}
 	if string(k.Next()) != first {
-		t.Error("round robin did not cycle after keyCount keys")
+		t.Error("round robin did not cycle after DefaultKeyCount keys")
 	}
 	none, _ := NewKeys(NoKey, 1)
 	if none.Next() != nil {
