@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const warmUpDuration = 10 * time.Second
 // first seconds about half as fast on 2 cores (compiling as it goes), and
 // the first measured run would show that instead of the broker. The
 // warm-up's topics are registered and deleted like a run's.
-func warmUpIfFresh(ctx context.Context, io IO, t *target, drv driver.Driver, driverName string, w *workload.Workload, target string) error {
+func warmUpIfFresh(ctx context.Context, io IO, t *Target, drv driver.Driver, driverName string, w *workload.Workload, target string) error {
 	if !t.takeFresh() {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 	"github.com/brokerbench/brokerbench/internal/runner"
 )
 
-// registryEnv names the registry's directory, if set; by default it is
+// RegistryEnv names the registry's directory, if set; by default it is
 // "runs" in the brokerbench cache.
-const registryEnv = "BROKERBENCH_RUNS_DIR"
+const RegistryEnv = "BROKERBENCH_RUNS_DIR"
 
 // registry is the machine's registry of the topics runs create.
 func registry() *leftovers.Registry {
-	if d := os.Getenv(registryEnv); d != "" {
+	if d := os.Getenv(RegistryEnv); d != "" {
 		return leftovers.Open(d)
 	}
 	return leftovers.Open(filepath.Join(local.DefaultCacheDir(), "runs"))
@@ -96,7 +96,7 @@ func startRecord(head *results.Run, target, journalPath string, keepTopics bool)
 	if journalPath != "" {
 		j, err := results.CreateJournal(journalPath, head)
 		if err != nil {
-			return nil, withCode(ExitInvalidInput, fmt.Errorf("%w (the journal goes beside the results)", err))
+			return nil, badInput(fmt.Errorf("%w (the journal goes beside the results)", err))
 		}
 		rec.journal, entry.Journal = j, journalPath
 	}

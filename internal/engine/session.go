@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // through it, so they stop, record and clean up the same way.
 type session struct {
 	io  IO
-	tgt *target
-	sig *interrupts
+	tgt *Target
+	sig *Interrupts
 	// live, if set, serves the runs' intervals as they come.
 	live *livemetrics.Server
 	// progress prints every interval's line to io.Err.
@@ -30,7 +30,7 @@ type session struct {
 	cleaned map[string]bool
 }
 
-func newSession(io IO, tgt *target, sig *interrupts) *session {
+func newSession(io IO, tgt *Target, sig *Interrupts) *session {
 	return &session{io: io, tgt: tgt, sig: sig, cleaned: map[string]bool{}}
 }
 
@@ -60,19 +60,19 @@ type runSpec struct {
 // (nil if the run did not get so far), and the run's error. An interrupt
 // during the warm-up of a cluster just started is ExitInterrupted.
 func (s *session) run(spec runSpec) (*results.Run, *runRecord, error) {
-	ctx := s.sig.stop
+	ctx := s.sig.Stop
 	drv, env, err := s.tgt.connect(ctx, spec.dc)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeBounded(drv, s.sig.abandon)
+	defer closeBounded(drv, s.sig.Abandon)
 	target := targetKey(env, spec.dc.Source)
 	if !s.cleaned[target] {
 		cleanLeftovers(ctx, s.io, drv, spec.dc.Name, target)
 		s.cleaned[target] = true
 	}
 	if err := warmUpIfFresh(ctx, s.io, s.tgt, drv, spec.dc.Name, spec.w, target); err != nil {
-		return nil, nil, withCode(ExitInterrupted, err)
+		return nil, nil, WithKind(Interrupted, err)
 	}
 	id := spec.id
 	if id == "" {
@@ -96,7 +96,7 @@ func (s *session) run(spec runSpec) (*results.Run, *runRecord, error) {
 		defer s.tgt.heal(context.WithoutCancel(ctx))
 	}
 	cfg.Workload, cfg.Driver, cfg.ID, cfg.Journal, cfg.Faults = spec.w, drv, id, rec, schedule
-	cfg.SampleSystem, cfg.Abandon = s.tgt.systemSampler(), s.sig.abandon
+	cfg.SampleSystem, cfg.Abandon = s.tgt.systemSampler(), s.sig.Abandon
 	if s.progress {
 		cfg.Progress = func(iv results.Interval) { fmt.Fprintln(s.io.Err, results.ProgressLine(iv)) }
 	}
@@ -114,4 +114,15 @@ func (s *session) run(spec runSpec) (*results.Run, *runRecord, error) {
 		describe(res, env, spec.dc, drv, spec.w)
 	}
 	return res, rec, err
+}
+
+// observing returns a progress function that hands each interval to live
+// and then to next, if any.
+func observing(live *livemetrics.Server, next func(results.Interval)) func(results.Interval) {
+	return func(iv results.Interval) {
+		live.Observe(iv)
+		if next != nil {
+			next(iv)
+		}
+	}
 }
