@@ -8,14 +8,26 @@ import (
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// TestFinishRunVerdicts: the exit code is the verdict of the results, and
-// results that cannot be written where asked are saved elsewhere, with the
-// summary printed all the same.
-func TestFinishRunVerdicts(t *testing.T) {
+// finish hands res to a run's own outputs, as a session does once the
+// run ended, and returns its verdict.
+func finish(t *testing.T, io IO, res *results.Run, out string) error {
+	t.Helper()
+	outs := output.NewManager(io.Err, runOutputs(io, out, "")...)
+	if err := outs.Start(res); err != nil {
+		t.Fatal(err)
+	}
+	return verdict(res, nil, outs.Stop(res))
+}
+
+// TestRunOutputsAndVerdicts: the outcome's kind is the verdict of the
+// results, and results that cannot be written where asked are saved
+// elsewhere, with the summary printed all the same.
+func TestRunOutputsAndVerdicts(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
 	w := &workload.Workload{Name: "w", MessageSize: 100, Topics: 1, PartitionsPerTopic: 1, ProducersPerTopic: 1}
@@ -41,7 +53,7 @@ func TestFinishRunVerdicts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			err := finishRun(IO{Out: &out, Err: &errOut}, tc.res, nil, filepath.Join(dir, tc.name+".json"), "", nil)
+			err := finish(t, IO{Out: &out, Err: &errOut}, tc.res, filepath.Join(dir, tc.name+".json"))
 			if kind := KindOf(err); kind != tc.kind || !strings.Contains(out.String(), tc.stdout) {
 				t.Errorf("kind %d (want %d): %v\n%s", kind, tc.kind, err, out.String())
 			}
@@ -52,7 +64,7 @@ func TestFinishRunVerdicts(t *testing.T) {
 	notDir := filepath.Join(dir, "file")
 	_ = os.WriteFile(notDir, nil, 0o644)
 	var out bytes.Buffer
-	err := finishRun(IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), nil, filepath.Join(notDir, "r.json"), "", nil)
+	err := finish(t, IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), filepath.Join(notDir, "r.json"))
 	fallback := filepath.Join(dir, "brokerbench-r.json")
 	if KindOf(err) != RunFailed || !strings.Contains(out.String(), "accounting:") || !strings.Contains(out.String(), fallback) {
 		t.Errorf("kind %d: %v\n%s", KindOf(err), err, out.String())

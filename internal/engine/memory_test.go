@@ -43,6 +43,9 @@ func runOnMemory(t *testing.T, rate int, costs string) (string, *results.Run, er
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("the run made local cluster state in %s (%v)", state, err)
 	}
+	if _, err := os.Stat(results.JournalPath(out)); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there once the results are written (%v)", err)
+	}
 	res, err := results.Read(out)
 	if err != nil {
 		t.Fatal(err)

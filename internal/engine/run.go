@@ -15,6 +15,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
+	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -241,12 +242,17 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 	if o.FindMaxRate {
 		journal = "" // many runs: the registry keeps their topics, no journal
 	}
-	res, rec, runErr := ses.run(runSpec{
+	var price *results.Price
+	if o.PerNodeHour > 0 {
+		price = &results.Price{PerNodeHour: o.PerNodeHour, Nodes: o.Nodes, Currency: "USD"}
+	}
+	res, storeErr, runErr := ses.run(runSpec{
 		name: w.Name, w: w, dc: dc, id: id, journal: journal, keepTopics: o.KeepTopics || len(in.existing) > 0, exec: exec,
 		config: runner.Config{
 			Interval: o.Interval, DrainTimeout: o.DrainTimeout, SetupTimeout: o.SetupTimeout, BacklogTimeout: o.BacklogTimeout,
 			KeepTopics: o.KeepTopics, Log: io.Err, MaxSendLag: o.MaxSendLag, NoLatencyRecording: o.NoLatencyRecording, ExistingTopics: in.existing,
 		},
+		outputs: runOutputs(io, out, o.OMBJSON), price: price,
 	})
 	if res == nil {
 		if IsKinded(runErr) {
@@ -254,10 +260,17 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 		}
 		return WithKind(KindOf(runErr), setupAdvice(runErr))
 	}
-	if o.PerNodeHour > 0 {
-		res.Price = &results.Price{PerNodeHour: o.PerNodeHour, Nodes: o.Nodes, Currency: "USD"}
+	return verdict(res, runErr, storeErr)
+}
+
+// runOutputs are a run's own outputs: its summary, its results file at
+// out and, if ombOut is set, its OMB results there.
+func runOutputs(io IO, out, ombOut string) []output.Output {
+	outs := []output.Output{output.Summary{W: io.Out}, output.ResultsFile{W: io.Out, Path: out}}
+	if ombOut != "" {
+		outs = append(outs, output.OMBFile{W: io.Out, Path: ombOut})
 	}
-	return finishRun(io, res, runErr, out, o.OMBJSON, rec)
+	return outs
 }
 
 // faultsNeedLocal says why a fault schedule cannot run on the driver's
@@ -350,45 +363,9 @@ func setupAdvice(err error) error {
 	return fmt.Errorf("%w\n(the setup's bound grows with the workload's topics, consumer groups and consumers; give it longer with --setup-timeout)", err)
 }
 
-// finishRun prints the summary of res, writes its files (to a fallback path
-// if need be, never losing them) and returns the run's verdict as an error
-// of its kind.
-func finishRun(io IO, res *results.Run, runErr error, out, ombOut string, rec *runRecord) error {
-	results.PrintSummary(io.Out, res)
-	partial := ""
-	if res.Partial {
-		partial = " (PARTIAL)"
-	}
-	var writeErrs []error
-	if written, err := results.WriteOrFallback(out, res); err != nil {
-		writeErrs = append(writeErrs, err)
-		if written != "" {
-			fmt.Fprintf(io.Out, "results: could not write %s (%v); saved to %s%s instead\n", out, err, written, partial)
-		}
-	} else {
-		fmt.Fprintf(io.Out, "results: %s%s\n", written, partial)
-	}
-	if ombOut != "" {
-		if written, err := results.WriteOrFallback(ombOut, results.OMB(res)); err != nil {
-			writeErrs = append(writeErrs, err)
-			if written != "" {
-				fmt.Fprintf(io.Out, "OMB results: could not write %s (%v); saved to %s instead\n", ombOut, err, written)
-			}
-		} else {
-			fmt.Fprintf(io.Out, "OMB results: %s\n", written)
-		}
-	}
-	if rec != nil {
-		if err := rec.finish(len(writeErrs) == 0); err != nil {
-			fmt.Fprintf(io.Err, "warning: %v\n", err)
-		}
-	}
-	return verdict(res, runErr, errors.Join(writeErrs...))
-}
-
 // verdict is the outcome of a run that measured res as an error of its
 // kind: interrupted first, then the run's own error, then its verdict,
-// then the files that could not be written.
+// then the results that could not be stored.
 func verdict(res *results.Run, runErr, writeErr error) error {
 	v := results.Judge(res)
 	switch {
@@ -480,7 +457,7 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(c
 		w.ProducerRate = rate
 		step := cfg
 		step.Workload = &w
-		step.Progress, step.Log = nil, nil
+		step.Journal, step.Log = topicsOnly{cfg.Journal}, nil
 		if rate == 0 {
 			fmt.Fprintf(io.Err, "max-rate search: unthrottled probe (%s warmup, %s)\n", w.Warmup, w.Duration)
 		} else {
@@ -544,3 +521,10 @@ func startProfiles(dir string) (stop func() error, err error) {
 		return heap.Close()
 	}, nil
 }
+
+// topicsOnly passes a journal the topics of a max-rate search's steps,
+// not their intervals: the steps show no progress lines or live metrics.
+type topicsOnly struct{ runner.Journal }
+
+// Interval drops the interval.
+func (topicsOnly) Interval(results.Interval, results.Histograms) {}

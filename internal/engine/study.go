@@ -16,6 +16,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
+	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
@@ -158,6 +159,7 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 	defer sig.Release()
 	ctx = sig.Stop
 	ses := newSession(chat, tgt, sig)
+	ses.warn = io.Err
 	ses.progress = o.Progress && !o.Quiet
 	if o.MetricsAddr != "" {
 		live, err := livemetrics.Start(o.MetricsAddr)
@@ -170,7 +172,7 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 	}
 	workers := localWorkerPool{}
 	defer workers.stop()
-	exec := p.executor(io, ses, workers)
+	exec := p.executor(ses, workers)
 	start := time.Now()
 	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
 	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
@@ -186,10 +188,10 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 // executor makes each of the study's runs through the session, on the
 // setup's workers if it has them, and replaces each run's journal by its
 // results once written.
-func (p *studyPlan) executor(io IO, ses *session, workers localWorkerPool) study.Executor {
+func (p *studyPlan) executor(ses *session, workers localWorkerPool) study.Executor {
 	return func(_ context.Context, r study.Run, path string) (*results.Run, error) {
 		p.tgt.wantSetup(r.Setup, r.Workload)
-		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path)}
+		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path), outputs: []output.Output{output.Rates{W: p.chat.Err}}}
 		if n := r.Setup.Workers; n > 0 {
 			// The workers get the addresses the session connected to.
 			spec.exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
@@ -200,16 +202,8 @@ func (p *studyPlan) executor(io IO, ses *session, workers localWorkerPool) study
 				return runOnce(ctx, cfg)
 			}
 		}
-		res, rec, err := ses.run(spec)
-		if rec != nil {
-			if ferr := rec.finish(false); ferr != nil {
-				fmt.Fprintf(io.Err, "warning: %v\n", ferr)
-			}
-		}
-		if res != nil {
-			fmt.Fprintf(p.chat.Err, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
-				res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
-		}
+		// The study stores the results, and then removes the journal.
+		res, _, err := ses.run(spec)
 		return res, err
 	}
 }
