@@ -81,8 +81,23 @@ root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 --heap-mb and --links apply to Kafka only.`,
 	}
 	f := engine.LocalOptions{PortFlag: "port", BrokersFlag: "brokers", Brokers: 1}
-	cluster := func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
-		given(cmd, &f)
+	cluster := localCluster(io, &f)
+	for _, c := range []*cobra.Command{newLocalUpCmd(io, &f, cluster), newLocalDownCmd(cluster), newLocalStatusCmd(io, cluster)} {
+		addLocalCluster(c.Flags(), &f)
+		cmd.AddCommand(c)
+	}
+	cmd.AddCommand(newLinkProxyCmd())
+	return cmd
+}
+
+// clusterOf returns the local cluster a 'local' command's arguments and
+// flags name.
+type clusterOf func(cmd *cobra.Command, args []string) (*local.Cluster, error)
+
+// localCluster returns the clusterOf of the commands whose flags fill f.
+func localCluster(io IO, f *engine.LocalOptions) clusterOf {
+	return func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
+		given(cmd, f)
 		if len(args) != 1 {
 			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
 		}
@@ -96,6 +111,9 @@ root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 		}
 		return c, nil
 	}
+}
+
+func newLocalUpCmd(io IO, f *engine.LocalOptions, cluster clusterOf) *cobra.Command {
 	up := &cobra.Command{
 		Use:   "up kafka",
 		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
@@ -132,7 +150,12 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 			return nil
 		},
 	}
-	down := &cobra.Command{
+	up.Flags().BoolVar(&f.Replace, "replace", f.Replace, "replace a recorded cluster of another shape, running or stopped, deleting its data")
+	return up
+}
+
+func newLocalDownCmd(cluster clusterOf) *cobra.Command {
+	return &cobra.Command{
 		Use:     "down kafka",
 		Short:   "Stop every node of a local cluster by its PID",
 		Example: "  brokerbench local down kafka\n  brokerbench local down kafka --port 19092",
@@ -144,6 +167,9 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 			return c.Down()
 		},
 	}
+}
+
+func newLocalStatusCmd(io IO, cluster clusterOf) *cobra.Command {
 	var asJSON bool
 	status := &cobra.Command{
 		Use:     "status kafka",
@@ -165,13 +191,7 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	up.Flags().BoolVar(&f.Replace, "replace", f.Replace, "replace a recorded cluster of another shape, running or stopped, deleting its data")
-	for _, c := range []*cobra.Command{up, down, status} {
-		addLocalCluster(c.Flags(), &f)
-		cmd.AddCommand(c)
-	}
-	cmd.AddCommand(newLinkProxyCmd())
-	return cmd
+	return status
 }
 
 // newLinkProxyCmd is the process a local cluster with links starts to

@@ -42,6 +42,7 @@ func targetKey(env results.Environment, driverSource string) string {
 // machine's registry until they are deleted: a run killed outright leaves
 // its entry, and the next run against the same broker removes its topics.
 type topicRegistry struct {
+	output.Base
 	// target names the broker; journal is the run's journal, "" for none.
 	target, journal string
 	// keepTopics: the run's topics stay on purpose (--keep-topics, or
@@ -66,9 +67,6 @@ func (r *topicRegistry) CreatingTopic(name string) { r.tracker.CreatingTopic(nam
 
 // DeletedTopic records that the topic is gone.
 func (r *topicRegistry) DeletedTopic(name string) { r.tracker.DeletedTopic(name) }
-
-// AddInterval does nothing: the registry keeps topics alone.
-func (r *topicRegistry) AddInterval(results.Interval, results.Histograms) {}
 
 // Stop ends the entry of a run that ended in this process: a run that
 // keeps its topics on purpose leaves none. It returns what went wrong

@@ -45,15 +45,15 @@ func (j *Journal) Stop(_ *results.Run, stored bool) error { return j.journal.Clo
 // ResultsFile writes the results JSON to Path, or to a fallback path if
 // it cannot (never losing them), and says on W where they went.
 type ResultsFile struct {
+	Base
 	W    io.Writer
 	Path string
 }
 
 var _ Storer = ResultsFile{}
 
-func (ResultsFile) StoresRun()                                       {}
-func (ResultsFile) Start(*results.Run) error                         { return nil }
-func (ResultsFile) AddInterval(results.Interval, results.Histograms) {}
+// StoresRun marks ResultsFile as a Storer.
+func (ResultsFile) StoresRun() {}
 
 // Stop writes res, if any.
 func (f ResultsFile) Stop(res *results.Run, _ bool) error {
@@ -77,15 +77,15 @@ func (f ResultsFile) Stop(res *results.Run, _ bool) error {
 // OMBFile writes the run as OpenMessaging Benchmark TestResult JSON to
 // Path, or to a fallback path if it cannot, and says on W where it went.
 type OMBFile struct {
+	Base
 	W    io.Writer
 	Path string
 }
 
 var _ Storer = OMBFile{}
 
-func (OMBFile) StoresRun()                                       {}
-func (OMBFile) Start(*results.Run) error                         { return nil }
-func (OMBFile) AddInterval(results.Interval, results.Histograms) {}
+// StoresRun marks OMBFile as a Storer.
+func (OMBFile) StoresRun() {}
 
 // Stop writes res, if any.
 func (f OMBFile) Stop(res *results.Run, _ bool) error {

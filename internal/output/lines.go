@@ -10,19 +10,16 @@ import (
 
 // Progress prints a line per interval.
 type Progress struct {
+	Base
 	W io.Writer
 }
 
 var _ Output = Progress{}
 
-func (Progress) Start(*results.Run) error { return nil }
-
 // AddInterval prints the interval's progress line.
 func (p Progress) AddInterval(iv results.Interval, _ results.Histograms) {
 	fmt.Fprintln(p.W, results.ProgressLine(iv))
 }
-
-func (Progress) Stop(*results.Run, bool) error { return nil }
 
 // Live serves the run's intervals on a live metrics endpoint, labelled
 // Name, while it lasts.
@@ -50,13 +47,11 @@ func (l Live) Stop(*results.Run, bool) error {
 
 // Summary prints the run's summary once it ended.
 type Summary struct {
+	Base
 	W io.Writer
 }
 
 var _ Output = Summary{}
-
-func (Summary) Start(*results.Run) error                         { return nil }
-func (Summary) AddInterval(results.Interval, results.Histograms) {}
 
 // Stop prints the summary of res, if any.
 func (s Summary) Stop(res *results.Run, _ bool) error {
@@ -69,13 +64,11 @@ func (s Summary) Stop(res *results.Run, _ bool) error {
 // Rates prints one line of the run's rates and latencies once it ended:
 // a study's line per run.
 type Rates struct {
+	Base
 	W io.Writer
 }
 
 var _ Output = Rates{}
-
-func (Rates) Start(*results.Run) error                         { return nil }
-func (Rates) AddInterval(results.Interval, results.Histograms) {}
 
 // Stop prints the line of res, if any.
 func (r Rates) Stop(res *results.Run, _ bool) error {

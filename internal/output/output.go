@@ -31,6 +31,21 @@ type Output interface {
 	Stop(res *results.Run, stored bool) error
 }
 
+// Base is an Output that does nothing: an output embeds it and defines
+// the methods it needs.
+type Base struct{}
+
+var _ Output = Base{}
+
+// Start does nothing.
+func (Base) Start(*results.Run) error { return nil }
+
+// AddInterval does nothing.
+func (Base) AddInterval(results.Interval, results.Histograms) {}
+
+// Stop does nothing.
+func (Base) Stop(*results.Run, bool) error { return nil }
+
 // TopicRecorder is an Output that records the topics a run creates, so
 // that a run killed outright still names them.
 type TopicRecorder interface {
