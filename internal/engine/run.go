@@ -266,9 +266,9 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 // runOutputs are a run's own outputs: its summary, its results file at
 // out and, if ombOut is set, its OMB results there.
 func runOutputs(io IO, out, ombOut string) []output.Output {
-	outs := []output.Output{output.Summary{W: io.Out}, output.ResultsFile{W: io.Out, Path: out}}
+	outs := []output.Output{output.Summary(io.Out), output.ResultsFile(io.Out, out)}
 	if ombOut != "" {
-		outs = append(outs, output.OMBFile{W: io.Out, Path: ombOut})
+		outs = append(outs, output.OMBFile(io.Out, ombOut))
 	}
 	return outs
 }

@@ -191,7 +191,7 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 func (p *studyPlan) executor(ses *session, workers localWorkerPool) study.Executor {
 	return func(_ context.Context, r study.Run, path string) (*results.Run, error) {
 		p.tgt.wantSetup(r.Setup, r.Workload)
-		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path), outputs: []output.Output{output.Rates{W: p.chat.Err}}}
+		spec := runSpec{name: r.Key, w: r.Workload, dc: r.Driver, journal: results.JournalPath(path), outputs: []output.Output{output.Rates(p.chat.Err)}}
 		if n := r.Setup.Workers; n > 0 {
 			// The workers get the addresses the session connected to.
 			spec.exec = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {

@@ -42,62 +42,51 @@ func (j *Journal) AddInterval(iv results.Interval, h results.Histograms) { j.jou
 // Stop closes the journal, removing it if the run is stored.
 func (j *Journal) Stop(_ *results.Run, stored bool) error { return j.journal.Close(stored) }
 
-// ResultsFile writes the results JSON to Path, or to a fallback path if
-// it cannot (never losing them), and says on W where they went.
-type ResultsFile struct {
+// File writes what Of makes of the run as JSON to Path, or to a fallback
+// path if it cannot (never losing it), and says on W where it went.
+type File struct {
 	Base
 	W    io.Writer
 	Path string
+	// Label names the file in what is said: "results", "OMB results".
+	Label string
+	// Of is what is written of the run; nil: the run itself, marked
+	// PARTIAL in what is said when it is.
+	Of func(*results.Run) any
 }
 
-var _ Storer = ResultsFile{}
+var _ Storer = File{}
 
-// StoresRun marks ResultsFile as a Storer.
-func (ResultsFile) StoresRun() {}
-
-// Stop writes res, if any.
-func (f ResultsFile) Stop(res *results.Run, _ bool) error {
-	if res == nil {
-		return nil
-	}
-	partial := ""
-	if res.Partial {
-		partial = " (PARTIAL)"
-	}
-	written, err := results.WriteOrFallback(f.Path, res)
-	switch {
-	case err == nil:
-		fmt.Fprintf(f.W, "results: %s%s\n", written, partial)
-	case written != "":
-		fmt.Fprintf(f.W, "results: could not write %s (%v); saved to %s%s instead\n", f.Path, err, written, partial)
-	}
-	return err
-}
+// ResultsFile writes the results JSON to path.
+func ResultsFile(w io.Writer, path string) File { return File{W: w, Path: path, Label: "results"} }
 
 // OMBFile writes the run as OpenMessaging Benchmark TestResult JSON to
-// Path, or to a fallback path if it cannot, and says on W where it went.
-type OMBFile struct {
-	Base
-	W    io.Writer
-	Path string
+// path.
+func OMBFile(w io.Writer, path string) File {
+	return File{W: w, Path: path, Label: "OMB results", Of: func(r *results.Run) any { return results.OMB(r) }}
 }
 
-var _ Storer = OMBFile{}
-
-// StoresRun marks OMBFile as a Storer.
-func (OMBFile) StoresRun() {}
+// StoresRun marks File as a Storer.
+func (File) StoresRun() {}
 
 // Stop writes res, if any.
-func (f OMBFile) Stop(res *results.Run, _ bool) error {
+func (f File) Stop(res *results.Run, _ bool) error {
 	if res == nil {
 		return nil
 	}
-	written, err := results.WriteOrFallback(f.Path, results.OMB(res))
+	var v any = res
+	partial := ""
+	if f.Of != nil {
+		v = f.Of(res)
+	} else if res.Partial {
+		partial = " (PARTIAL)"
+	}
+	written, err := results.WriteOrFallback(f.Path, v)
 	switch {
 	case err == nil:
-		fmt.Fprintf(f.W, "OMB results: %s\n", written)
+		fmt.Fprintf(f.W, "%s: %s%s\n", f.Label, written, partial)
 	case written != "":
-		fmt.Fprintf(f.W, "OMB results: could not write %s (%v); saved to %s instead\n", f.Path, err, written)
+		fmt.Fprintf(f.W, "%s: could not write %s (%v); saved to %s%s instead\n", f.Label, f.Path, err, written, partial)
 	}
 	return err
 }

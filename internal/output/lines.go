@@ -45,36 +45,32 @@ func (l Live) Stop(*results.Run, bool) error {
 	return nil
 }
 
-// Summary prints the run's summary once it ended.
-type Summary struct {
+// Ending prints on W what Print says of the run once it ended, if it
+// measured anything.
+type Ending struct {
 	Base
-	W io.Writer
+	W     io.Writer
+	Print func(io.Writer, *results.Run)
 }
 
-var _ Output = Summary{}
+var _ Output = Ending{}
 
-// Stop prints the summary of res, if any.
-func (s Summary) Stop(res *results.Run, _ bool) error {
-	if res != nil {
-		results.PrintSummary(s.W, res)
-	}
-	return nil
-}
+// Summary prints the run's summary once it ended.
+func Summary(w io.Writer) Ending { return Ending{W: w, Print: results.PrintSummary} }
 
 // Rates prints one line of the run's rates and latencies once it ended:
 // a study's line per run.
-type Rates struct {
-	Base
-	W io.Writer
-}
+func Rates(w io.Writer) Ending { return Ending{W: w, Print: printRates} }
 
-var _ Output = Rates{}
-
-// Stop prints the line of res, if any.
-func (r Rates) Stop(res *results.Run, _ bool) error {
+// Stop prints what Print says of res, if any.
+func (e Ending) Stop(res *results.Run, _ bool) error {
 	if res != nil {
-		fmt.Fprintf(r.W, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
-			res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
+		e.Print(e.W, res)
 	}
 	return nil
+}
+
+func printRates(w io.Writer, res *results.Run) {
+	fmt.Fprintf(w, "    %.0f msg/s published, %.0f consumed; publish p99 %.2f ms, e2e p99 %.2f ms\n",
+		res.Measured.PublishRate, res.Measured.ConsumeRate, res.Measured.PublishLatency.P99, res.Measured.EndToEndLatency.P99)
 }

@@ -2,10 +2,12 @@ package output
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // recorder is an Output that notes what it is told in a shared log.
@@ -110,4 +112,28 @@ func TestManager(t *testing.T) {
 			t.Errorf("calls %s, want %s", got, want)
 		}
 	})
+}
+
+// TestFiles: the results file says where it went and whether the run is
+// partial; the OMB file says where it went; neither writes a run that
+// measured nothing.
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	run := &results.Run{Schema: results.Schema, ID: "x", Partial: true, Workload: &workload.Workload{Name: "w"}}
+	var said strings.Builder
+	for _, f := range []File{ResultsFile(&said, filepath.Join(dir, "r.json")), OMBFile(&said, filepath.Join(dir, "omb.json"))} {
+		if err := f.Stop(nil, false); err != nil {
+			t.Errorf("%s of nothing: %v", f.Label, err)
+		}
+		if err := f.Stop(run, false); err != nil {
+			t.Errorf("%s: %v", f.Label, err)
+		}
+	}
+	want := "results: " + filepath.Join(dir, "r.json") + " (PARTIAL)\nOMB results: " + filepath.Join(dir, "omb.json") + "\n"
+	if said.String() != want {
+		t.Errorf("said %q, want %q", said.String(), want)
+	}
+	if _, err := results.Read(filepath.Join(dir, "r.json")); err != nil {
+		t.Error(err)
+	}
 }
