@@ -80,7 +80,7 @@ Debian's redis-server (installed with apt-get when brokerbench runs as
 root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 --heap-mb and --links apply to Kafka only.`,
 	}
-	f := engine.LocalOptions{PortFlag: "port", BrokersFlag: "brokers", Brokers: 1}
+	f := engine.DefaultLocalOptions()
 	cluster := localCluster(io, &f)
 	for _, c := range []*cobra.Command{newLocalUpCmd(io, &f, cluster), newLocalDownCmd(cluster), newLocalStatusCmd(io, cluster)} {
 		addLocalCluster(c.Flags(), &f)

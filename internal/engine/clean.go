@@ -19,7 +19,7 @@ type CleanOptions struct {
 // DefaultCleanOptions are the options of a clean the user says nothing
 // about.
 func DefaultCleanOptions() CleanOptions {
-	return CleanOptions{Local: LocalOptions{PortFlag: "local-port", BrokersFlag: "local-brokers", Brokers: 1}}
+	return CleanOptions{Local: localTarget(1)}
 }
 
 // Clean removes from the broker the options name the topics that runs

@@ -40,6 +40,18 @@ type LocalOptions struct {
 	Security []string
 }
 
+// DefaultLocalOptions are the options of the 'local' commands the user
+// says nothing about: one broker of the kind's usual port.
+func DefaultLocalOptions() LocalOptions {
+	return LocalOptions{PortFlag: "port", BrokersFlag: "brokers", Brokers: 1}
+}
+
+// localTarget are the options of the local cluster that commands use when
+// no broker address is given: brokers of them (0: as the workload needs).
+func localTarget(brokers int) LocalOptions {
+	return LocalOptions{PortFlag: "local-port", BrokersFlag: "local-brokers", Brokers: brokers}
+}
+
 // Validate checks the options.
 func (o *LocalOptions) Validate() error {
 	var errs []error

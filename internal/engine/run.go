@@ -76,7 +76,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Interval: time.Second, DrainTimeout: 30 * time.Second, BacklogTimeout: 10 * time.Minute,
 		SLO: "p99<50ms", MaxSteps: 10, Repeats: 1, Nodes: 1, Progress: true,
-		Local:   LocalOptions{PortFlag: "local-port", BrokersFlag: "local-brokers"},
+		Local:   localTarget(0),
 		Workers: WorkerOptions{Placement: string(distributed.Spread)},
 	}
 }

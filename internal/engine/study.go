@@ -49,7 +49,7 @@ type StudyOptions struct {
 // DefaultStudyOptions are the options of a study the user says nothing
 // about.
 func DefaultStudyOptions() StudyOptions {
-	return StudyOptions{Scale: string(study.Quick), Local: LocalOptions{PortFlag: "local-port", BrokersFlag: "local-brokers", Brokers: 1}}
+	return StudyOptions{Scale: string(study.Quick), Local: localTarget(1)}
 }
 
 // studyPlan is a study's runs on its target, checked before any of them.
