@@ -7,12 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/secret"
-	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Exit codes. Scripts can tell bad input from a failed or dishonest run.
@@ -33,25 +32,7 @@ const (
 )
 
 // IO holds the streams commands use.
-type IO struct {
-	Out, Err io.Writer
-}
-
-// exitError attaches an exit code to an error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
+type IO = engine.IO
 
 // Execute runs the command line args and returns the process exit code.
 func Execute(ctx context.Context, args []string, io IO) int {
@@ -69,19 +50,27 @@ func Execute(ctx context.Context, args []string, io IO) int {
 	return exitCode(err)
 }
 
-// exitCode is the process exit code for a command's error.
+// exitCodes are the process exit codes of the engine's kinds of failure.
+var exitCodes = map[engine.Kind]int{
+	engine.RunFailed: ExitRunFailed, engine.BadInput: ExitInvalidInput, engine.Interrupted: ExitInterrupted,
+	engine.TargetNotHeld: ExitTargetNotHeld, engine.AccountingMismatch: ExitAccountingFail,
+	engine.LoadGeneratorBound: ExitLoadGeneratorBound, engine.Disturbed: ExitDisturbed,
+}
+
+// exitCode is the process exit code for a command's error: the one place
+// errors become exit codes. The exit status of another brokerbench
+// process (a Kubernetes coordinator) is kept as it is.
 func exitCode(err error) int {
-	if err == nil {
+	var status *engine.ExitStatus
+	switch {
+	case err == nil:
 		return ExitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if errors.Is(err, workload.ErrInvalid) || isUsage(err) {
+	case errors.As(err, &status):
+		return status.Code
+	case isUsage(err) && !engine.IsKinded(err):
 		return ExitInvalidInput
 	}
-	return ExitRunFailed
+	return exitCodes[engine.KindOf(err)]
 }
 
 // usageError marks flag and argument mistakes.

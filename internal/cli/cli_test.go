@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream"
 	_ "github.com/brokerbench/brokerbench/internal/driver/redis"
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -44,7 +47,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv(registryEnv, dir)
+	os.Setenv(engine.RegistryEnv, dir)
 	lazyBroker.Main(m, func() { os.RemoveAll(dir) })
 }
 
@@ -291,4 +294,35 @@ func mrSteps(mr *results.MaxRateSearch) []results.RateStep {
 		return nil
 	}
 	return mr.Steps
+}
+
+// TestExitCodeOfEveryKind: every kind of failure the engine returns has
+// its exit code, the outermost kind wins, flag mistakes are invalid
+// input, and another process's exit status is kept as it is.
+func TestExitCodeOfEveryKind(t *testing.T) {
+	cause := errors.New("cause")
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, ExitOK},
+		{cause, ExitRunFailed},
+		{fmt.Errorf("load: %w", workload.ErrInvalid), ExitInvalidInput},
+		{usageError{cause}, ExitInvalidInput},
+		{engine.WithKind(engine.RunFailed, cause), ExitRunFailed},
+		{engine.WithKind(engine.BadInput, cause), ExitInvalidInput},
+		{engine.WithKind(engine.Interrupted, cause), ExitInterrupted},
+		{engine.WithKind(engine.TargetNotHeld, cause), ExitTargetNotHeld},
+		{engine.WithKind(engine.AccountingMismatch, cause), ExitAccountingFail},
+		{engine.WithKind(engine.LoadGeneratorBound, cause), ExitLoadGeneratorBound},
+		{engine.WithKind(engine.Disturbed, cause), ExitDisturbed},
+		// The outermost kind is the error's.
+		{engine.WithKind(engine.Interrupted, engine.WithKind(engine.BadInput, cause)), ExitInterrupted},
+		{engine.WithKind(engine.RunFailed, usageError{cause}), ExitRunFailed},
+		{&engine.ExitStatus{Code: 6, Err: cause}, 6},
+	} {
+		if got := exitCode(tc.err); got != tc.code {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/report"
 )
 
@@ -64,7 +65,7 @@ charts.`,
 				return err
 			}
 			if out != "" {
-				w, err := writeReport(report.Merge(a, b, nameA, nameB), out)
+				w, err := engine.WriteReport(report.Merge(a, b, nameA, nameB), out)
 				if err != nil {
 					return err
 				}

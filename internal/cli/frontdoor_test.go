@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"net"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -143,56 +141,6 @@ func TestShortMessageLimitRunMeasures(t *testing.T) {
 	m := res.Measured
 	if m.DurationSeconds <= 0 || m.PublishLatency.Count != 300 || m.Acked != 300 || m.PublishRate <= 0 || len(res.Warnings) == 0 {
 		t.Errorf("measured %+v, warnings %q", m, res.Warnings)
-	}
-}
-
-// TestFinishRunVerdicts: the exit code is the verdict of the results, and
-// results that cannot be written where asked are saved elsewhere, with the
-// summary printed all the same.
-func TestFinishRunVerdicts(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	w := &workload.Workload{Name: "w", MessageSize: 100, Topics: 1, PartitionsPerTopic: 1, ProducersPerTopic: 1}
-	run := func(c results.Counts) *results.Run {
-		return &results.Run{Schema: results.Schema, ID: "x", Workload: w, Counts: c,
-			Measured: results.Aggregate{Traffic: results.Traffic{PublishLatency: metrics.Latency{Count: c.Acked}}}}
-	}
-	cases := []struct {
-		name   string
-		res    *results.Run
-		code   int
-		stdout string
-	}{
-		{"ok", run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), ExitOK, "complete"},
-		{"all failed", run(results.Counts{Sent: 4, Failed: 4, FailedByKind: map[string]int64{"MESSAGE_TOO_LARGE": 4}}), ExitRunFailed, "RUN FAILED"},
-		{"lost", run(results.Counts{Sent: 10, Acked: 10, Consumed: 8, Lost: 2}), ExitAccountingFail, "lost 2"},
-		// A loss the broker could not be read again for: exit 5 too, and
-		// the summary says it is unconfirmed.
-		{"unconfirmed loss", run(results.Counts{Sent: 10, Acked: 10, Consumed: 9, UnconfirmedLoss: 1, Subscriptions: []results.SubscriptionCounts{
-			{Name: "s", Expected: 10, Delivered: 9, UnconfirmedLoss: 1, Reread: &results.Reread{Missing: 1, Error: "the driver cannot read the broker again"}}}}),
-			ExitAccountingFail, "UNCONFIRMED LOSS 1"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			err := finishRun(IO{Out: &out, Err: &errOut}, tc.res, nil, filepath.Join(dir, tc.name+".json"), "", nil)
-			if code := exitCode(err); code != tc.code || !strings.Contains(out.String(), tc.stdout) {
-				t.Errorf("exit %d (want %d): %v\n%s", code, tc.code, err, out.String())
-			}
-		})
-	}
-	// The requested path cannot be written: the summary is still printed,
-	// the results go to a fallback the message names, and the exit is 1.
-	notDir := filepath.Join(dir, "file")
-	_ = os.WriteFile(notDir, nil, 0o644)
-	var out bytes.Buffer
-	err := finishRun(IO{Out: &out, Err: &out}, run(results.Counts{Sent: 10, Acked: 10, Consumed: 10}), nil, filepath.Join(notDir, "r.json"), "", nil)
-	fallback := filepath.Join(dir, "brokerbench-r.json")
-	if exitCode(err) != ExitRunFailed || !strings.Contains(out.String(), "accounting:") || !strings.Contains(out.String(), fallback) {
-		t.Errorf("exit %d: %v\n%s", exitCode(err), err, out.String())
-	}
-	if _, err := results.Read(fallback); err != nil {
-		t.Errorf("fallback not written: %v", err)
 	}
 }
 

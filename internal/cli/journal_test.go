@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 func TestKilledRunLeavesJournal(t *testing.T) {
 	b := lazyBroker.Get(t)
 	dir := t.TempDir()
-	t.Setenv(registryEnv, filepath.Join(dir, "registry"))
+	t.Setenv(engine.RegistryEnv, filepath.Join(dir, "registry"))
 	out := filepath.Join(dir, "r.json")
 	args := []string{"run", "../../workloads/quick.yaml", "--broker", b.Addr, "--warmup", "1s", "--duration", "60s", "--quiet", "--out", out}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -10,125 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
-
-// maxLocalBrokers bounds local clusters: nine 512 MiB brokers fit in 24 GiB
-// with room for the load generator; the 2 cores are the real limit.
-const maxLocalBrokers = 9
-
-type localFlags struct {
-	portFlag    string // "port" or "local-port"
-	brokersFlag string // "brokers" or "local-brokers"
-	kind        string // the kind of broker: named on the command line, or the driver's
-	port        int    // 0: the kind's usual port
-	stateDir    string
-	heapMB      int // 0: the kind's default for the cluster's size
-	brokers     int
-	controllers int
-	links       bool
-	// replace lets a cluster of another shape be replaced, deleting its
-	// data, whoever started it (--replace).
-	replace bool
-	// security lists the client listeners of 'local up' (--security).
-	security []string
-	// flags are the command's, to tell a port given as 0 from none given.
-	flags *pflag.FlagSet
-}
-
-func (f *localFlags) register(cmd *cobra.Command) {
-	f.portFlag, f.brokersFlag, f.flags = "port", "brokers", cmd.Flags()
-	fl := cmd.Flags()
-	fl.IntVar(&f.port, "port", 0, "client port of every broker, each on its own loopback address, other ports chosen free (default: the broker's usual port, Kafka 9092)")
-	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the cluster's nodes: data, logs, configs, PID files (default: per port, under the brokerbench cache)")
-	fl.IntVar(&f.heapMB, "heap-mb", 0, "JVM heap of each broker in MiB (default 1024 for one broker, 512 each in a cluster)")
-	fl.IntVar(&f.brokers, "brokers", 1, fmt.Sprintf("number of brokers, 1 to %d: one on 127.0.0.1, or broker i on 127.0.1.i", maxLocalBrokers))
-	fl.IntVar(&f.controllers, "controllers", 0, "dedicated KRaft controllers, on 127.0.2.j (0: the first three brokers are also the controllers)")
-	fl.StringSliceVar(&f.security, "security", nil, "client listeners the brokers serve, comma-separated, the first on --port and the others on free ports; Kafka: plaintext, ssl, sasl_plaintext, sasl_ssl (certificates and a SCRAM/PLAIN user made for the cluster; 'local status' says where)")
-	fl.BoolVar(&f.links, "links", false, "route every connection between nodes, and from clients to nodes, through brokerbench's link proxy, so that workloads can delay, throttle or cut single links (link faults, study setups' network:)")
-}
-
-// registerTarget adds --local-port and --replace to a command that runs
-// against the local broker when no address is given (run, study, clean).
-func (f *localFlags) registerTarget(cmd *cobra.Command) {
-	f.portFlag, f.brokersFlag, f.flags = "local-port", "local-brokers", cmd.Flags()
-	cmd.Flags().IntVar(&f.port, "local-port", 0, "client port of the local broker used when no broker address is given (default: the broker's usual port, Kafka 9092)")
-	cmd.Flags().BoolVar(&f.replace, "replace", false, "replace a local cluster that does not fit the runs even if 'local up' started it, deleting its data (without it, such a cluster is left as it is and the command stops with what to do)")
-	f.brokers = 1
-}
-
-// registerLocalBrokers adds --local-brokers to run: the size of the local
-// cluster (studies take it from each setup).
-func (f *localFlags) registerLocalBrokers(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&f.brokers, "local-brokers", 0, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", maxLocalBrokers))
-	cmd.Flags().BoolVar(&f.links, "local-links", false, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
-}
-
-// validate checks the local broker flags.
-func (f *localFlags) validate() error {
-	var errs []error
-	if given := f.flags != nil && f.flags.Changed(f.portFlag); given && (f.port < 1 || f.port > 65535) || f.port < 0 || f.port > 65535 {
-		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and 65535, got %d", f.portFlag, f.port)})
-	}
-	if f.heapMB != 0 && f.heapMB < 128 {
-		errs = append(errs, usageError{fmt.Errorf("--heap-mb: must be at least 128, got %d", f.heapMB)})
-	}
-	// --local-brokers left out (0) lets the workload say.
-	if inferred := f.brokers == 0 && f.brokersFlag == "local-brokers" && (f.flags == nil || !f.flags.Changed(f.brokersFlag)); !inferred && (f.brokers < 1 || f.brokers > maxLocalBrokers) {
-		errs = append(errs, usageError{fmt.Errorf("--%s: must be between 1 and %d on one machine, got %d", f.brokersFlag, maxLocalBrokers, f.brokers)})
-	}
-	if f.controllers < 0 || f.controllers > 5 || f.controllers%2 == 0 && f.controllers != 0 {
-		errs = append(errs, usageError{fmt.Errorf("--controllers: must be 0 (brokers double as controllers), 1, 3 or 5 (a quorum needs an odd number), got %d", f.controllers)})
-	}
-	return errors.Join(errs...)
-}
-
-// portAdvice is what to do about err, if the local broker's port is taken,
-// naming the flag of the command at hand.
-func (f *localFlags) portAdvice(err error) string {
-	if !errors.Is(err, local.ErrPortInUse) {
-		return ""
-	}
-	return fmt.Sprintf(": stop that process, or choose another port with --%s", f.portFlag)
-}
-
-// downFlags are the flags 'local down KIND' needs to find the cluster.
-func (f *localFlags) downFlags() string {
-	s := " " + f.kind
-	if f.port != 0 && f.port != local.DefaultPort(f.kind) {
-		s += fmt.Sprintf(" --port %d", f.port)
-	}
-	if f.stateDir != "" {
-		s += " --state-dir " + f.stateDir
-	}
-	return s
-}
-
-// cluster returns the local cluster the flags describe.
-func (f *localFlags) cluster(io IO) (*local.Cluster, error) {
-	c, err := local.New(f.kind, f.port, f.brokers)
-	if err != nil {
-		return nil, err
-	}
-	if f.stateDir != "" {
-		c.StateDir = f.stateDir
-	}
-	if f.heapMB != 0 {
-		c.HeapMB = f.heapMB
-	}
-	c.Controllers = f.controllers
-	c.Links = f.links
-	for _, l := range f.security {
-		c.Listeners = append(c.Listeners, strings.ReplaceAll(strings.ToLower(strings.TrimSpace(l)), "-", "_"))
-	}
-	if err := c.CheckListeners(); err != nil {
-		return nil, usageError{fmt.Errorf("--security: %w", err)}
-	}
-	c.Log = io.Err
-	return c, nil
-}
 
 // printStatus writes a cluster's status, one line per node.
 func printStatus(io IO, st local.Status) {
@@ -195,22 +80,40 @@ Debian's redis-server (installed with apt-get when brokerbench runs as
 root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 --heap-mb and --links apply to Kafka only.`,
 	}
-	var f localFlags
-	cluster := func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
-		f.flags = cmd.Flags()
+	f := engine.DefaultLocalOptions()
+	cluster := localCluster(io, &f)
+	for _, c := range []*cobra.Command{newLocalUpCmd(io, &f, cluster), newLocalDownCmd(cluster), newLocalStatusCmd(io, cluster)} {
+		addLocalCluster(c.Flags(), &f)
+		cmd.AddCommand(c)
+	}
+	cmd.AddCommand(newLinkProxyCmd())
+	return cmd
+}
+
+// clusterOf returns the local cluster a 'local' command's arguments and
+// flags name.
+type clusterOf func(cmd *cobra.Command, args []string) (*local.Cluster, error)
+
+// localCluster returns the clusterOf of the commands whose flags fill f.
+func localCluster(io IO, f *engine.LocalOptions) clusterOf {
+	return func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
+		given(cmd, f)
 		if len(args) != 1 {
 			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
 		}
-		f.kind = args[0]
-		if err := f.validate(); err != nil {
+		f.Kind = args[0]
+		if err := f.Validate(); err != nil {
 			return nil, err
 		}
-		c, err := f.cluster(io)
+		c, err := f.Cluster(io.Err)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		return c, nil
 	}
+}
+
+func newLocalUpCmd(io IO, f *engine.LocalOptions, cluster clusterOf) *cobra.Command {
 	up := &cobra.Command{
 		Use:   "up kafka",
 		Short: "Install (if needed) and start a local cluster; wait until every broker serves",
@@ -230,24 +133,29 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 			if err != nil {
 				return err
 			}
-			c.StartedBy, c.Replace = local.StartedByUser, f.replace
+			c.StartedBy, c.Replace = local.StartedByUser, f.Replace
 			st, err := c.Up(cmd.Context())
 			var re *local.ReplaceError
 			switch {
 			case errors.As(err, &re) && re.RunPID != 0:
-				return withCode(ExitInvalidInput, fmt.Errorf("%w. Wait for that run to end, or add --replace to this command (that run then fails)", err))
+				return usageError{fmt.Errorf("%w. Wait for that run to end, or add --replace to this command (that run then fails)", err)}
 			case errors.As(err, &re):
-				return withCode(ExitInvalidInput, fmt.Errorf("%w. To keep it, start it as it is: 'brokerbench local up %s'; to replace it, add --replace to this command",
-					err, upFlags(re.Kind, re.StateDir, re.Recorded)))
+				return usageError{fmt.Errorf("%w. To keep it, start it as it is: 'brokerbench local up %s'; to replace it, add --replace to this command",
+					err, engine.UpFlags(re.Kind, re.StateDir, re.Recorded))}
 			}
 			if err != nil {
-				return fmt.Errorf("%w%s", err, f.portAdvice(err))
+				return fmt.Errorf("%w%s", err, f.PortAdvice(err))
 			}
 			printStatus(io, st)
 			return nil
 		},
 	}
-	down := &cobra.Command{
+	up.Flags().BoolVar(&f.Replace, "replace", f.Replace, "replace a recorded cluster of another shape, running or stopped, deleting its data")
+	return up
+}
+
+func newLocalDownCmd(cluster clusterOf) *cobra.Command {
+	return &cobra.Command{
 		Use:     "down kafka",
 		Short:   "Stop every node of a local cluster by its PID",
 		Example: "  brokerbench local down kafka\n  brokerbench local down kafka --port 19092",
@@ -259,6 +167,9 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 			return c.Down()
 		},
 	}
+}
+
+func newLocalStatusCmd(io IO, cluster clusterOf) *cobra.Command {
 	var asJSON bool
 	status := &cobra.Command{
 		Use:     "status kafka",
@@ -280,13 +191,7 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	up.Flags().BoolVar(&f.replace, "replace", false, "replace a recorded cluster of another shape, running or stopped, deleting its data")
-	for _, c := range []*cobra.Command{up, down, status} {
-		f.register(c)
-		cmd.AddCommand(c)
-	}
-	cmd.AddCommand(newLinkProxyCmd())
-	return cmd
+	return status
 }
 
 // newLinkProxyCmd is the process a local cluster with links starts to

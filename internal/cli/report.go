@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/results"
-	"github.com/brokerbench/brokerbench/internal/sysinfo"
 )
 
 type reportFlags struct {
@@ -57,7 +57,7 @@ per billion messages.`,
 			if out == "" {
 				out = "report.html"
 			}
-			w, err := writeReport(in, out)
+			w, err := engine.WriteReport(in, out)
 			if err != nil {
 				return err
 			}
@@ -69,12 +69,4 @@ per billion messages.`,
 	cmd.Flags().Float64Var(&f.perNodeHour, "price-per-node-hour", 0, "cost of one broker node per hour, for cost per billion messages")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "number of broker nodes the price applies to")
 	return cmd
-}
-
-func writeReport(in *report.Input, out string) (*report.Written, error) {
-	w, err := report.Write(in, out, sysinfo.Version)
-	if err != nil {
-		return nil, withCode(ExitRunFailed, fmt.Errorf("write report: %w", err))
-	}
-	return w, nil
 }

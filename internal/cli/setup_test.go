@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/brokerbench/brokerbench/internal/runner"
 )
 
 // TestSetupTimeoutFlag: a negative --setup-timeout is refused before any
@@ -15,18 +11,5 @@ func TestSetupTimeoutFlag(t *testing.T) {
 	code, stdout, stderr := execute("run", "../../workloads/quick.yaml", "--broker", "127.0.0.1:1", "--setup-timeout", "-1s")
 	if code != ExitInvalidInput || !strings.Contains(stderr, "--setup-timeout: must not be negative") {
 		t.Errorf("exit %d (want %d), stderr %q\nstdout: %s", code, ExitInvalidInput, stderr, stdout)
-	}
-}
-
-// TestSetupAdvice: a setup that outlasted its bound is told how to give it
-// longer; other failures are left as they are.
-func TestSetupAdvice(t *testing.T) {
-	slow := fmt.Errorf("%w: %w of 1m2s: consumer group did not settle", runner.ErrSetup, runner.ErrSetupTimeout)
-	if err := setupAdvice(slow); !errors.Is(err, runner.ErrSetupTimeout) || !strings.Contains(err.Error(), "--setup-timeout") {
-		t.Errorf("advice for a slow setup: %v", err)
-	}
-	other := fmt.Errorf("%w: topic refused", runner.ErrSetup)
-	if err := setupAdvice(other); err != other {
-		t.Errorf("advice for another failure: %v", err)
 	}
 }

@@ -4,13 +4,11 @@
 package study
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -60,6 +58,10 @@ type Target struct {
 	// Local is true when the runs go to local clusters brokerbench
 	// starts: only those can take faults.
 	Local bool
+	// CheckWorkers, if set, says why runs of a workload cannot be spread
+	// over n workers (nil: they can); without it, setups with workers are
+	// planned unchecked.
+	CheckWorkers func(w *workload.Workload, n int) error
 }
 
 // Plan expands s at scale into runs, in execution order: workload, setup,
@@ -177,8 +179,8 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	case max(w.ReplicationFactor, dc.ReplicationFactor) > setup.Brokers:
 		rf := max(w.ReplicationFactor, dc.ReplicationFactor)
 		r.Skip = fmt.Sprintf("replication factor %d needs at least %d brokers; setup %q has %d", rf, rf, setup.Name, setup.Brokers)
-	case setup.Workers > 0:
-		if err := errors.Join(distributed.CheckWorkload(&w), distributed.CheckSpread(&w, setup.Workers, distributed.Spread)); err != nil {
+	case setup.Workers > 0 && target.CheckWorkers != nil:
+		if err := target.CheckWorkers(&w, setup.Workers); err != nil {
 			r.Skip = fmt.Sprintf("setup %q spreads runs over %d workers: %v", setup.Name, setup.Workers, err)
 		}
 	}

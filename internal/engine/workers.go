@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"errors"
@@ -13,57 +13,62 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// workerFlags are the flags that spread a run over workers.
-type workerFlags struct {
-	urls      []string
-	file      string
-	placement string
-	wait      time.Duration
-	// local is the number of worker processes to start on this machine.
-	local int
+// WorkerOptions spread a run over workers.
+type WorkerOptions struct {
+	// URLs are the workers' addresses; File names a file that lists them,
+	// one per line (# comments).
+	URLs []string
+	File string
+	// Placement is how producers and consumers are spread: spread or
+	// by-topic.
+	Placement string
+	// Wait is how long to wait for workers that do not answer yet.
+	Wait time.Duration
+	// Local is the number of worker processes to start on this machine.
+	Local int
 }
 
 // list returns the workers' base URLs from --workers or --workers-file
 // (one per line, # comments), each checked; none for a run in this
 // process.
-func (f *workerFlags) list() ([]string, distributed.Placement, error) {
+func (f *WorkerOptions) list() ([]string, distributed.Placement, error) {
 	given := 0
-	for _, set := range []bool{len(f.urls) > 0, f.file != "", f.local != 0} {
+	for _, set := range []bool{len(f.URLs) > 0, f.File != "", f.Local != 0} {
 		if set {
 			given++
 		}
 	}
 	if given > 1 {
-		return nil, "", usageError{errors.New("give the workers with one of --workers, --workers-file and --local-workers")}
+		return nil, "", badInput(errors.New("give the workers with one of --workers, --workers-file and --local-workers"))
 	}
-	if f.local < 0 || f.local > 256 {
-		return nil, "", usageError{fmt.Errorf("--local-workers %d: give 1 to 256", f.local)}
+	if f.Local < 0 || f.Local > 256 {
+		return nil, "", badInputf("--local-workers %d: give 1 to 256", f.Local)
 	}
-	raw, from := f.urls, "--workers"
-	if f.file != "" {
-		data, err := os.ReadFile(f.file)
+	raw, from := f.URLs, "--workers"
+	if f.File != "" {
+		data, err := os.ReadFile(f.File)
 		if err != nil {
-			return nil, "", usageError{fmt.Errorf("--workers-file: %w", err)}
+			return nil, "", badInputf("--workers-file: %w", err)
 		}
-		raw, from = nil, f.file
+		raw, from = nil, f.File
 		for _, line := range strings.Split(string(data), "\n") {
 			if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
 				raw = append(raw, strings.TrimSpace(line))
 			}
 		}
 		if len(raw) == 0 {
-			return nil, "", usageError{fmt.Errorf("--workers-file %s names no worker: give one URL (http://host:port) per line", f.file)}
+			return nil, "", badInputf("--workers-file %s names no worker: give one URL (http://host:port) per line", f.File)
 		}
 	}
-	placement, err := distributed.ParsePlacement(f.placement)
+	placement, err := distributed.ParsePlacement(f.Placement)
 	if err != nil {
-		return nil, "", usageError{fmt.Errorf("--placement: %w", err)}
+		return nil, "", badInputf("--placement: %w", err)
 	}
 	var out []string
 	for _, r := range raw {
 		u, err := workerURL(r)
 		if err != nil {
-			return nil, "", usageError{fmt.Errorf("%s: %w", from, err)}
+			return nil, "", badInputf("%s: %w", from, err)
 		}
 		out = append(out, u)
 	}
@@ -71,23 +76,23 @@ func (f *workerFlags) list() ([]string, distributed.Placement, error) {
 }
 
 // distributed reports whether the run is spread over workers.
-func (f *workerFlags) distributed() bool {
-	return len(f.urls) > 0 || f.file != "" || f.local > 0
+func (f *WorkerOptions) distributed() bool {
+	return len(f.URLs) > 0 || f.File != "" || f.Local > 0
 }
 
 // startLocal starts the --local-workers processes, if any, and returns
 // their URLs and a function that stops them.
-func (f *workerFlags) startLocal() ([]string, func(), error) {
-	if f.local == 0 {
+func (f *WorkerOptions) startLocal() ([]string, func(), error) {
+	if f.Local == 0 {
 		return nil, func() {}, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := distributed.StartLocal(exe, f.local, nil)
+	l, err := distributed.StartLocal(exe, f.Local, nil)
 	if err != nil {
-		return nil, nil, withCode(ExitRunFailed, err)
+		return nil, nil, failed(err)
 	}
 	return l.URLs, l.Stop, nil
 }
@@ -111,13 +116,13 @@ func workerURL(s string) (string, error) {
 func driverSource(dc *workload.DriverConfig, driverFile, workloadFile string, w *workload.Workload, opts driver.Options, needsCredentials bool) (distributed.DriverSource, error) {
 	src := distributed.DriverSource{Endpoints: opts.Endpoints}
 	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
-		return src, usageError{fmt.Errorf("the %s driver's broker is in this process, where workers in other processes cannot reach it: run without workers", dc.Name)}
+		return src, badInputf("the %s driver's broker is in this process, where workers in other processes cannot reach it: run without workers", dc.Name)
 	}
 	if needsCredentials {
-		return src, usageError{errors.New("workers cannot use the credentials of a secured local cluster yet: give the driver config its own credentials (as ${file:...} references the workers can read)")}
+		return src, badInput(errors.New("workers cannot use the credentials of a secured local cluster yet: give the driver config its own credentials (as ${file:...} references the workers can read)"))
 	}
 	if len(opts.Hosts) > 0 {
-		return src, usageError{errors.New("workers cannot reach a local cluster through its links yet: run without --links")}
+		return src, badInput(errors.New("workers cannot reach a local cluster through its links yet: run without --links"))
 	}
 	switch {
 	case driverFile != "":

@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -44,22 +44,25 @@ func TestInterruptRunAndStudyAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOut, studyOut := filepath.Join(dir, "run.json"), filepath.Join(dir, "study")
+	runOptions, studyOptions := DefaultRunOptions(), DefaultStudyOptions()
+	runOptions.Out = runOut
+	studyOptions.Out, studyOptions.Progress = studyOut, true
 	for _, tc := range []struct {
 		name string
-		args []string
+		make func(IO) error
 		// started is what stderr says once the run is under way.
 		started string
 		// partial reads the interrupted run's results.
 		partial func(t *testing.T) *results.Run
 	}{
-		{"run", []string{"run", wl, "--out", runOut}, "measure", func(t *testing.T) *results.Run {
+		{"run", func(io IO) error { return Run(context.Background(), io, wl, runOptions) }, "measure", func(t *testing.T) *results.Run {
 			res, err := results.Read(runOut)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}},
-		{"study", []string{"study", st, "--out", studyOut, "--progress"}, "measure", func(t *testing.T) *results.Run {
+		{"study", func(io IO) error { return Study(context.Background(), io, st, studyOptions) }, "measure", func(t *testing.T) *results.Run {
 			idx, err := study.ReadIndex(studyOut)
 			if err != nil {
 				t.Fatal(err)
@@ -76,8 +79,8 @@ func TestInterruptRunAndStudyAlike(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr lockedBuffer
-			done := make(chan int, 1)
-			go func() { done <- Execute(context.Background(), tc.args, IO{Out: &stdout, Err: &stderr}) }()
+			done := make(chan error, 1)
+			go func() { done <- tc.make(IO{Out: &stdout, Err: &stderr}) }()
 			deadline := time.Now().Add(30 * time.Second)
 			for !strings.Contains(stderr.String(), tc.started) {
 				if time.Now().After(deadline) {
@@ -87,14 +90,14 @@ func TestInterruptRunAndStudyAlike(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
-			var code int
+			var err error
 			select {
-			case code = <-done:
+			case err = <-done:
 			case <-time.After(30 * time.Second):
 				t.Fatalf("still running 30 s after the interrupt:\n%s", stderr.String())
 			}
-			if code != ExitInterrupted {
-				t.Errorf("exit %d, want %d\n%s\n%s", code, ExitInterrupted, stdout.String(), stderr.String())
+			if KindOf(err) != Interrupted {
+				t.Errorf("%v (kind %d), want interrupted\n%s\n%s", err, KindOf(err), stdout.String(), stderr.String())
 			}
 			if !strings.Contains(stderr.String(), "stopping the producers and draining briefly; interrupt again to abandon") {
 				t.Errorf("the interrupt was not the two-stage one:\n%s", stderr.String())

@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/leftovers"
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/results"
-	"github.com/brokerbench/brokerbench/internal/runner"
 )
 
-// registryEnv names the registry's directory, if set; by default it is
+// RegistryEnv names the registry's directory, if set; by default it is
 // "runs" in the brokerbench cache.
-const registryEnv = "BROKERBENCH_RUNS_DIR"
+const RegistryEnv = "BROKERBENCH_RUNS_DIR"
 
 // registry is the machine's registry of the topics runs create.
 func registry() *leftovers.Registry {
-	if d := os.Getenv(registryEnv); d != "" {
+	if d := os.Getenv(RegistryEnv); d != "" {
 		return leftovers.Open(d)
 	}
 	return leftovers.Open(filepath.Join(local.DefaultCacheDir(), "runs"))
@@ -38,70 +38,44 @@ func targetKey(env results.Environment, driverSource string) string {
 	return "the addresses in " + driverSource
 }
 
-// runRecord keeps a run's progress where a killed run leaves it: the
-// journal beside the results (nil for none) and the topic registry.
-type runRecord struct {
-	journal *results.Journal
-	topics  *leftovers.Tracker
+// topicRegistry is the output that records a run's topics in the
+// machine's registry until they are deleted: a run killed outright leaves
+// its entry, and the next run against the same broker removes its topics.
+type topicRegistry struct {
+	output.Base
+	// target names the broker; journal is the run's journal, "" for none.
+	target, journal string
 	// keepTopics: the run's topics stay on purpose (--keep-topics, or
 	// existing topics), so they are not left behind.
 	keepTopics bool
+	tracker    *leftovers.Tracker
 }
 
-var _ runner.Journal = (*runRecord)(nil)
+var (
+	_ output.Output        = (*topicRegistry)(nil)
+	_ output.TopicRecorder = (*topicRegistry)(nil)
+)
 
-func (r *runRecord) CreatingTopic(name string) {
-	r.topics.CreatingTopic(name)
-	if r.journal != nil {
-		r.journal.CreatingTopic(name)
-	}
+// Start starts the run's entry, written with its first topic.
+func (r *topicRegistry) Start(head *results.Run) error {
+	r.tracker = registry().Track(leftovers.Entry{RunID: head.ID, StartedAt: head.StartedAt, Driver: head.Driver.Name, Target: r.target, Journal: r.journal})
+	return nil
 }
 
-func (r *runRecord) DeletedTopic(name string) {
-	r.topics.DeletedTopic(name)
-	if r.journal != nil {
-		r.journal.DeletedTopic(name)
-	}
-}
+// CreatingTopic records the topic before it is created.
+func (r *topicRegistry) CreatingTopic(name string) { r.tracker.CreatingTopic(name) }
 
-func (r *runRecord) Interval(iv results.Interval, h results.Histograms) {
-	if r.journal != nil {
-		r.journal.Interval(iv, h)
-	}
-}
+// DeletedTopic records that the topic is gone.
+func (r *topicRegistry) DeletedTopic(name string) { r.tracker.DeletedTopic(name) }
 
-// finish closes the record of a run that ended in this process: the
-// journal is removed if the results were written (written), and a run
-// that keeps its topics on purpose leaves no registry entry. It returns
-// what went wrong with either, for the user.
-func (r *runRecord) finish(written bool) error {
+// Stop ends the entry of a run that ended in this process: a run that
+// keeps its topics on purpose leaves none. It returns what went wrong
+// with the registry.
+func (r *topicRegistry) Stop(*results.Run, bool) error {
 	if r.keepTopics {
-		r.topics.Release()
+		r.tracker.Release()
 	}
-	errs := []error{r.topics.Err()}
-	if r.journal != nil {
-		errs = append(errs, r.journal.Close(written))
-	}
-	return errors.Join(errs...)
-}
-
-// startRecord starts the record of a run that a kill cannot erase: its
-// topics in the machine's registry, and its progress in a journal at
-// journalPath ("" for none). head is the run as known before it starts;
-// its start time is set here.
-func startRecord(head *results.Run, target, journalPath string, keepTopics bool) (*runRecord, error) {
-	head.StartedAt = time.Now().UTC()
-	rec := &runRecord{keepTopics: keepTopics}
-	entry := leftovers.Entry{RunID: head.ID, StartedAt: head.StartedAt, Driver: head.Driver.Name, Target: target}
-	if journalPath != "" {
-		j, err := results.CreateJournal(journalPath, head)
-		if err != nil {
-			return nil, withCode(ExitInvalidInput, fmt.Errorf("%w (the journal goes beside the results)", err))
-		}
-		rec.journal, entry.Journal = j, journalPath
-	}
-	rec.topics = registry().Track(entry)
-	return rec, nil
+	return r.tracker.Err()
 }
 
 // elsewhereOnce says once per process that dead runs left topics on

@@ -1,4 +1,4 @@
-package cli
+package engine
 
 import (
 	"context"
@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,15 +19,15 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// target is where runs go: the broker addresses given with --broker, the
+// Target is where runs go: the broker addresses given with --broker, the
 // driver config's own bootstrap servers, or else a local cluster of the
 // driver's broker kind: the one running, used as it is when it fits the
 // runs, or else one started for them, of the size they need (see
 // chooseLocal), which a run leaves running and a study stops.
-type target struct {
+type Target struct {
 	io        IO
 	endpoints []string
-	local     localFlags
+	local     LocalOptions
 	// cluster is the local cluster in use; started says this process
 	// started it (or started again one that was stopped), so that release
 	// stops it.
@@ -58,7 +55,7 @@ type target struct {
 }
 
 // takeFresh reports whether the local cluster was just started, once.
-func (t *target) takeFresh() bool {
+func (t *Target) takeFresh() bool {
 	f := t.fresh
 	t.fresh = false
 	return f
@@ -70,14 +67,14 @@ func checkMetricsURLs(urls []string) error {
 	for _, u := range urls {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "redis") || p.Host == "" {
-			return usageError{fmt.Errorf("--broker-metrics: %q is neither a Prometheus endpoint (http://10.0.0.5:7071/metrics), a NATS monitoring endpoint (http://10.0.0.5:8222/varz) nor a Redis server (redis://10.0.0.5:6379)", u)}
+			return badInput(fmt.Errorf("--broker-metrics: %q is neither a Prometheus endpoint (http://10.0.0.5:7071/metrics), a NATS monitoring endpoint (http://10.0.0.5:8222/varz) nor a Redis server (redis://10.0.0.5:6379)", u))
 		}
 	}
 	return nil
 }
 
-func newTarget(io IO, broker string, local localFlags) *target {
-	t := &target{io: io, local: local}
+func newTarget(io IO, broker string, local LocalOptions) *Target {
+	t := &Target{io: io, local: local}
 	for _, b := range strings.Split(broker, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			t.endpoints = append(t.endpoints, b)
@@ -91,15 +88,15 @@ func newTarget(io IO, broker string, local localFlags) *target {
 // cluster with at least that many then serves), and its network. Its
 // links pass through the link proxy when network is set or w has link
 // faults.
-func (t *target) wantCluster(brokers int, network *workload.Network, w *workload.Workload) {
+func (t *Target) wantCluster(brokers int, network *workload.Network, w *workload.Workload) {
 	t.size, t.exact, t.rf, t.setup = brokers, brokers > 0, w.ReplicationFactor, ""
 	t.network = network
-	t.local.links = network != nil || w.NeedsLinks()
+	t.local.Links = network != nil || w.NeedsLinks()
 }
 
 // wantSetup sets the local cluster a study's run of w on setup s goes
 // to: the setup's shape, exactly.
-func (t *target) wantSetup(s workload.Setup, w *workload.Workload) {
+func (t *Target) wantSetup(s workload.Setup, w *workload.Workload) {
 	t.wantCluster(max(1, s.Brokers), s.Network, w)
 	t.setup = s.Name
 }
@@ -127,9 +124,9 @@ type localNeed struct {
 }
 
 // need returns what runs of a driver for dc need of the local cluster.
-func (t *target) need(dc *workload.DriverConfig) (localNeed, error) {
+func (t *Target) need(dc *workload.DriverConfig) (localNeed, error) {
 	reg, _ := driver.Lookup(dc.Name)
-	n := localNeed{kind: t.localKind(dc), links: t.local.links, strict: t.setup != "", replace: t.local.replace, self: os.Getpid()}
+	n := localNeed{kind: t.localKind(dc), links: t.local.Links, strict: t.setup != "", replace: t.local.Replace, self: os.Getpid()}
 	if reg.LocalListener != nil {
 		n.listener = reg.LocalListener(dc)
 	}
@@ -141,217 +138,39 @@ func (t *target) need(dc *workload.DriverConfig) (localNeed, error) {
 	case t.setup != "":
 		n.brokers, n.exact, n.why = t.size, true, fmt.Sprintf("setup %q", t.setup)
 	case t.exact:
-		n.brokers, n.exact, n.why = t.size, true, fmt.Sprintf("--%s %d", t.local.brokersFlag, t.size)
+		n.brokers, n.exact, n.why = t.size, true, fmt.Sprintf("--%s %d", t.local.BrokersFlag, t.size)
 		if rf > t.size {
-			return n, fmt.Errorf("--%s %d cannot hold the workload's replication factor %d: give at least %d, or leave it out and the run uses (or starts) a cluster of at least %d", t.local.brokersFlag, t.size, rf, rf, rf)
+			return n, fmt.Errorf("--%s %d cannot hold the workload's replication factor %d: give at least %d, or leave it out and the run uses (or starts) a cluster of at least %d", t.local.BrokersFlag, t.size, rf, rf, rf)
 		}
 	default:
 		n.brokers, n.why = max(1, rf), fmt.Sprintf("the workload's replication factor %d", max(1, rf))
-		if n.brokers > maxLocalBrokers {
-			return n, fmt.Errorf("the workload's replication factor %d needs %d brokers; a local cluster has at most %d: run it against a larger cluster with --broker", rf, rf, maxLocalBrokers)
+		if n.brokers > MaxLocalBrokers {
+			return n, fmt.Errorf("the workload's replication factor %d needs %d brokers; a local cluster has at most %d: run it against a larger cluster with --broker", rf, rf, MaxLocalBrokers)
 		}
 	}
 	return n, nil
-}
-
-// chooseLocal decides what runs that need need do about the local
-// cluster st describes (the one recorded in the state directory, perhaps
-// none): use it as it is (true), or start one (false: a new one of the
-// shape needed, or the recorded one started again with its data when it
-// has that shape), or neither (an error saying why and what to do).
-//
-// A running cluster that fits is used as it is, unless another run in
-// progress started it. A cluster that does not fit is replaced when this
-// process or an ended run started it (brokerbench's own); when 'local up'
-// started it, or another run in progress, it is left as it is unless
-// need.replace, and the runs are refused. A stopped cluster 'local up'
-// started is started again only when it has the shape needed.
-func chooseLocal(st local.Status, need localNeed) (bool, error) {
-	if len(st.Nodes) == 0 || st.StartedBy == local.StartedByRun && st.RunPID == need.self {
-		return false, nil
-	}
-	misfit := misfit(st, need)
-	if st.RunPID == 0 && st.Running && misfit == "" {
-		return true, nil
-	}
-	if need.replace || st.StartedBy == local.StartedByRun && st.RunPID == 0 {
-		return false, nil
-	}
-	what := fmt.Sprintf("the local %s cluster in %s (%s; %s, %s)", st.Kind, st.StateDir, st.Shape(), stateWords(st), local.Origin(st.StartedBy, st.RunPID))
-	if st.RunPID != 0 {
-		return false, fmt.Errorf("%s is in use: wait for that run to end, give these runs a cluster of their own on another port with --local-port, or add --replace to take it over (that run then fails)", what)
-	}
-	keep := "brokerbench leaves a cluster that 'local up' started as it is unless told otherwise"
-	if st.Running {
-		return false, fmt.Errorf("%s cannot take these runs: it %s. %s: replace it with one that fits, %s, or add --replace to have these runs replace it (deleting its data); or give them a cluster of their own on another port with --local-port",
-			what, misfit, keep, fitCommand(st, need))
-	}
-	if n := st.NodesRunning(); n > 0 {
-		return false, fmt.Errorf("%s is not whole: %d of its %d nodes run. %s: start its other nodes with 'brokerbench local up %s', or add --replace to have these runs replace it (deleting its data)",
-			what, n, len(st.Nodes), keep, upFlags(st.Kind, st.StateDir, st.Shape()))
-	}
-	if misfit == "" && sameShape(st, need) {
-		return false, nil // started again as it is, with its data
-	}
-	reason := "is not the shape these runs need: it " + misfit
-	if misfit == "" {
-		reason = fmt.Sprintf("is not the shape these runs would start (%s)", neededShape(st, need))
-	}
-	return false, fmt.Errorf("%s %s. Starting another in its place would delete it and its data: start it with 'brokerbench local up %s' and these runs use it as it is, or add --replace to have them replace it (deleting its data); or give them a cluster of their own on another port with --local-port",
-		what, reason, upFlags(st.Kind, st.StateDir, st.Shape()))
-}
-
-// misfit says why the cluster st describes cannot take runs that need
-// need ("has 1 broker; the workload's replication factor 3 needs at least
-// 3"); "" if it can.
-func misfit(st local.Status, need localNeed) string {
-	switch {
-	case need.exact && st.Brokers != need.brokers:
-		return fmt.Sprintf("has %s; %s asks for %d", plural(st.Brokers, "broker"), need.why, need.brokers)
-	case !need.exact && st.Brokers < need.brokers:
-		return fmt.Sprintf("has %s; %s needs at least %d", plural(st.Brokers, "broker"), need.why, need.brokers)
-	case need.links && st.LinkProxy == nil:
-		return "does not carry its links through the link proxy, which the runs' network or link faults need"
-	case need.strict && !need.links && st.LinkProxy != nil:
-		return fmt.Sprintf("carries its links through the link proxy, which %s does not ask for (its runs would measure the proxy too)", need.why)
-	case len(st.Endpoints(need.listener)) == 0:
-		return fmt.Sprintf("serves %s, not the %q listener the driver config connects to ('brokerbench local status %s' lists its listeners and credentials)", strings.Join(st.Listeners, ", "), need.listener, strings.Join(append([]string{st.Kind}, whereFlags(st.Kind, st.StateDir)...), " "))
-	}
-	return ""
-}
-
-// sameShape reports whether the recorded cluster st describes is the
-// shape runs that need need would start, so that starting it keeps it and
-// its data.
-func sameShape(st local.Status, need localNeed) bool {
-	return st.Brokers == need.brokers && st.Controllers == 0 && (st.LinkProxy != nil) == need.links && len(st.Endpoints(need.listener)) > 0
-}
-
-// neededShape describes the cluster runs that need need would start in
-// place of the one st describes.
-func neededShape(st local.Status, need localNeed) local.Shape {
-	s := local.Shape{Brokers: need.brokers, Links: need.links}
-	if len(st.Endpoints(need.listener)) > 0 {
-		s.Listeners = st.Listeners
-	}
-	return s
-}
-
-// stateWords says whether the cluster st describes runs.
-func stateWords(st local.Status) string {
-	switch n := st.NodesRunning(); {
-	case st.Running:
-		return "running"
-	case n == 0:
-		return "stopped"
-	default:
-		return fmt.Sprintf("%d of %d nodes running", n, len(st.Nodes))
-	}
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// fitCommand is the 'local up' command that replaces the cluster st
-// describes with one that fits need, keeping its links and the listeners
-// it serves, adding the one need connects to.
-func fitCommand(st local.Status, need localNeed) string {
-	s := st.Shape()
-	s.Brokers = max(s.Brokers, need.brokers)
-	if need.exact {
-		s.Brokers = need.brokers
-	}
-	s.Links = s.Links || need.links
-	if need.strict && !need.links {
-		s.Links = false
-	}
-	if len(st.Endpoints(need.listener)) == 0 && need.listener != "" {
-		s.Listeners = append(slices.Clip(s.Listeners), need.listener)
-		c, err := local.New(st.Kind, 0, 1)
-		if err == nil {
-			c.Listeners = s.Listeners
-			if c.CheckListeners() != nil {
-				if sec, ok := c.Kind.(local.Securer); ok {
-					s.Listeners = sec.Listeners()
-				}
-			}
-		}
-	}
-	return "'brokerbench local up " + upFlags(st.Kind, st.StateDir, s) + " --replace'"
-}
-
-// upFlags are the arguments of 'local up' that start a cluster of shape s
-// of kind in stateDir.
-func upFlags(kind, stateDir string, s local.Shape) string {
-	args := []string{kind}
-	if s.Brokers > 1 {
-		args = append(args, "--brokers", strconv.Itoa(s.Brokers))
-	}
-	if s.Controllers > 0 {
-		args = append(args, "--controllers", strconv.Itoa(s.Controllers))
-	}
-	if s.Links {
-		args = append(args, "--links")
-	}
-	if c, err := local.New(kind, 0, 1); err == nil {
-		if sec, ok := c.Kind.(local.Securer); ok && len(s.Listeners) > 0 && !slices.Equal(s.Listeners, sec.Listeners()[:1]) {
-			args = append(args, "--security", strings.Join(s.Listeners, ","))
-		}
-	}
-	return strings.Join(append(args, whereFlags(kind, stateDir)...), " ")
-}
-
-// whereFlags are the flags of 'local' commands that find the cluster of
-// kind in stateDir: none for the default port's, else --port or
-// --state-dir.
-func whereFlags(kind, stateDir string) []string {
-	c, err := local.New(kind, 0, 1)
-	if err != nil || stateDir == c.StateDir {
-		return nil
-	}
-	if port := defaultDirPort(kind, stateDir); port != 0 {
-		return []string{"--port", strconv.Itoa(port)}
-	}
-	return []string{"--state-dir", stateDir}
-}
-
-// defaultDirPort is the client port whose default state directory is
-// stateDir, or 0 if it is no port's.
-func defaultDirPort(kind, stateDir string) int {
-	var port int
-	if _, err := fmt.Sscanf(filepath.Base(stateDir), kind+"-%d", &port); err != nil || port < 1 || port > 65535 {
-		return 0
-	}
-	if c, err := local.New(kind, port, 1); err != nil || c.StateDir != stateDir {
-		return 0
-	}
-	return port
 }
 
 // checkLocal checks, without starting or stopping anything, that runs of
 // a driver for dc can have their local cluster: a study checks every
 // planned run before the first, rather than stopping at the first setup
 // the running cluster does not fit.
-func (t *target) checkLocal(dc *workload.DriverConfig) error {
+func (t *Target) checkLocal(dc *workload.DriverConfig) error {
 	if !t.usesLocal(dc) {
 		return nil
 	}
 	need, err := t.need(dc)
 	if err != nil {
-		return withCode(ExitInvalidInput, err)
+		return badInput(err)
 	}
 	flags := t.local
-	flags.kind, flags.brokers = need.kind, need.brokers
-	c, err := flags.cluster(IO{})
+	flags.Kind, flags.Brokers = need.kind, need.brokers
+	c, err := flags.Cluster(nil)
 	if err != nil {
-		return withCode(ExitInvalidInput, err)
+		return badInput(err)
 	}
 	if _, err := chooseLocal(c.Status(), need); err != nil {
-		return withCode(ExitInvalidInput, err)
+		return badInput(err)
 	}
 	return nil
 }
@@ -359,7 +178,7 @@ func (t *target) checkLocal(dc *workload.DriverConfig) error {
 // fits reports whether the local cluster in use serves runs that need
 // need: one this process started must be the shape they need; one it
 // uses as it is must fit them.
-func (t *target) fits(need localNeed) bool {
+func (t *Target) fits(need localNeed) bool {
 	if t.cluster == nil || t.cluster.Kind.Name() != need.kind {
 		return false
 	}
@@ -373,13 +192,13 @@ func (t *target) fits(need localNeed) bool {
 // the driver uses its config's own) and how to resolve the names they
 // advertise. On the local target it uses the running local cluster if it
 // fits, or else starts one (see chooseLocal), and shapes its network.
-func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (driver.Options, error) {
+func (t *Target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (driver.Options, error) {
 	if !t.usesLocal(dc) {
 		return driver.Options{Endpoints: t.endpoints}, nil
 	}
 	need, err := t.need(dc)
 	if err != nil {
-		return driver.Options{}, withCode(ExitInvalidInput, err)
+		return driver.Options{}, badInput(err)
 	}
 	if !t.fits(need) {
 		if err := t.startCluster(ctx, need); err != nil {
@@ -387,18 +206,18 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 		}
 	}
 	if err := t.shapeNetwork(); err != nil {
-		return driver.Options{}, withCode(ExitRunFailed, err)
+		return driver.Options{}, failed(err)
 	}
 	listener := need.listener
 	endpoints := t.status.Endpoints(listener)
 	if len(endpoints) == 0 {
-		return driver.Options{}, withCode(ExitInvalidInput, fmt.Errorf("the local %s cluster has no %q listener, which %s needs", t.cluster.Kind.Name(), listener, dc.Source))
+		return driver.Options{}, badInput(fmt.Errorf("the local %s cluster has no %q listener, which %s needs", t.cluster.Kind.Name(), listener, dc.Source))
 	}
 	opts := driver.Options{Endpoints: endpoints, Hosts: t.status.ClientHosts}
 	if sec := t.status.Security; sec != nil {
 		pw, err := sec.Password()
 		if err != nil {
-			return driver.Options{}, withCode(ExitRunFailed, err)
+			return driver.Options{}, failed(err)
 		}
 		opts.Credentials = &driver.Credentials{CAFile: sec.CAFile, CertFile: sec.ClientKeyStore, KeyFile: sec.ClientKeyStore, Username: sec.Username, Password: pw}
 	}
@@ -407,7 +226,7 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 
 // plainListener reports whether dc reaches the local cluster on its plain
 // listener, where clients need no credentials.
-func (t *target) plainListener(dc *workload.DriverConfig) bool {
+func (t *Target) plainListener(dc *workload.DriverConfig) bool {
 	reg, _ := driver.Lookup(dc.Name)
 	listener := ""
 	if reg.LocalListener != nil {
@@ -424,31 +243,31 @@ func (t *target) plainListener(dc *workload.DriverConfig) bool {
 // the one in use, after stopping the one this process started, if any:
 // the running one, used as it is, or one started for the runs, which
 // release stops (see chooseLocal). It says which, in one line.
-func (t *target) startCluster(ctx context.Context, need localNeed) error {
+func (t *Target) startCluster(ctx context.Context, need localNeed) error {
 	if err := t.release(); err != nil {
-		return withCode(ExitRunFailed, err)
+		return failed(err)
 	}
-	t.local.kind, t.local.brokers = need.kind, need.brokers
-	c, err := t.local.cluster(t.io)
+	t.local.Kind, t.local.Brokers = need.kind, need.brokers
+	c, err := t.local.Cluster(t.io.Err)
 	if err != nil {
-		return withCode(ExitInvalidInput, err)
+		return badInput(err)
 	}
-	failed := func(what string, err error) error {
-		code := ExitRunFailed
+	clusterErr := func(what string, err error) error {
+		kind := RunFailed
 		if ctx.Err() != nil {
-			code = ExitInterrupted
+			kind = Interrupted
 		}
-		return withCode(code, fmt.Errorf("%s the local %s cluster: %w%s", what, c.Kind.Name(), err, t.local.portAdvice(err)))
+		return WithKind(kind, fmt.Errorf("%s the local %s cluster: %w%s", what, c.Kind.Name(), err, t.local.PortAdvice(err)))
 	}
 	before := c.Status()
 	use, err := chooseLocal(before, need)
 	if err != nil {
-		return withCode(ExitInvalidInput, err)
+		return badInput(err)
 	}
 	if use {
 		st, err := c.Attach(ctx)
 		if err != nil {
-			return failed("use", err)
+			return clusterErr("use", err)
 		}
 		t.cluster, t.status, t.started, t.fresh = c, st, false, false
 		fmt.Fprintf(t.io.Err, "using the running local %s %s as it is (%s; left running): %s\n",
@@ -461,9 +280,9 @@ func (t *target) startCluster(ctx context.Context, need localNeed) error {
 	if err != nil {
 		var re *local.ReplaceError
 		if errors.As(err, &re) {
-			return withCode(ExitInvalidInput, fmt.Errorf("%w: add --replace to have these runs replace it", err))
+			return badInput(fmt.Errorf("%w: add --replace to have these runs replace it", err))
 		}
-		return failed("start", err)
+		return clusterErr("start", err)
 	}
 	reused := before.Running && samePIDs(before, st)
 	t.cluster, t.status, t.started, t.fresh = c, st, true, !reused
@@ -487,7 +306,7 @@ func samePIDs(a, b local.Status) bool {
 
 // shapeNetwork gives the local cluster's links the network the runs ask
 // for (t.network), replacing the previous one.
-func (t *target) shapeNetwork() error {
+func (t *Target) shapeNetwork() error {
 	if !t.cluster.Links {
 		return nil
 	}
@@ -509,7 +328,7 @@ func (t *target) shapeNetwork() error {
 
 // describeLocal says what the local cluster is and that it shares the
 // machine.
-func (t *target) describeLocal() string {
+func (t *Target) describeLocal() string {
 	n := t.cluster.Brokers
 	links := ""
 	if t.cluster.Links {
@@ -530,25 +349,25 @@ func (t *target) describeLocal() string {
 
 // faultsFor returns w's fault schedule as faults on the local cluster,
 // which drv is connected to.
-func (t *target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Scheduled, error) {
+func (t *Target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Scheduled, error) {
 	if len(w.Faults) == 0 {
 		return nil, nil
 	}
 	if t.cluster == nil {
-		return nil, withCode(ExitInvalidInput, fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts, and this run goes to %s: leave out --broker",
+		return nil, badInput(fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts, and this run goes to %s: leave out --broker",
 			w.Source, strings.Join(t.endpoints, ",")))
 	}
 	place, _ := drv.(driver.Placement)
 	sched, err := t.cluster.Faults(w.Faults, place, w.Seed)
 	if err != nil {
-		return nil, withCode(ExitInvalidInput, fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))
+		return nil, badInput(fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))
 	}
 	return sched, nil
 }
 
 // heal brings the local cluster back after a run with faults: killed nodes
 // restarted, paused ones resumed.
-func (t *target) heal(ctx context.Context) {
+func (t *Target) heal(ctx context.Context) {
 	if t.cluster == nil {
 		return
 	}
@@ -560,7 +379,7 @@ func (t *target) heal(ctx context.Context) {
 }
 
 // release stops the local cluster if this process started it.
-func (t *target) release() error {
+func (t *Target) release() error {
 	if t.cluster == nil || !t.started {
 		t.cluster = nil
 		return nil
@@ -574,7 +393,7 @@ func (t *target) release() error {
 // usesLocal reports whether a driver for dc runs against the local broker:
 // no address given on the command line and none in any section of its
 // config.
-func (t *target) usesLocal(dc *workload.DriverConfig) bool {
+func (t *Target) usesLocal(dc *workload.DriverConfig) bool {
 	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
 	}
@@ -591,7 +410,7 @@ func (t *target) usesLocal(dc *workload.DriverConfig) bool {
 
 // localKind is the kind of local broker that dc's driver runs against
 // ("" if brokerbench runs none for it).
-func (t *target) localKind(dc *workload.DriverConfig) string {
+func (t *Target) localKind(dc *workload.DriverConfig) string {
 	reg, _ := driver.Lookup(dc.Name)
 	return reg.LocalKind
 }
@@ -600,11 +419,11 @@ func (t *target) localKind(dc *workload.DriverConfig) string {
 // starting or contacting anything: for validating settings ahead of a run.
 // A local cluster's credentials are made when it starts, so they stand in
 // as a user without a certificate authority.
-func (t *target) plannedOptions(dc *workload.DriverConfig) driver.Options {
+func (t *Target) plannedOptions(dc *workload.DriverConfig) driver.Options {
 	if !t.usesLocal(dc) {
 		return driver.Options{Endpoints: t.endpoints}
 	}
-	port := t.local.port
+	port := t.local.Port
 	if port == 0 {
 		port = local.DefaultPort(t.localKind(dc))
 	}
@@ -617,7 +436,7 @@ const connectTimeout = 15 * time.Second
 
 // connect creates the driver for dc on the target and records the
 // environment, broker version included.
-func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver.Driver, results.Environment, error) {
+func (t *Target) connect(ctx context.Context, dc *workload.DriverConfig) (driver.Driver, results.Environment, error) {
 	env := sysinfo.Collect()
 	opts, err := t.driverOptions(ctx, dc)
 	if err != nil {
@@ -628,7 +447,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	drv, err := driver.New(dc, opts)
 	if err != nil {
 		if errors.Is(err, driver.ErrUnknownDriver) {
-			return nil, env, withCode(ExitInvalidInput, err)
+			return nil, env, badInput(err)
 		}
 		return nil, env, err
 	}
@@ -646,7 +465,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	if err != nil {
 		drv.Close()
 		if errors.Is(err, driver.ErrRefused) {
-			return nil, env, withCode(ExitRunFailed, err)
+			return nil, env, failed(err)
 		}
 		if ctx.Err() == nil && timedOut {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
@@ -654,7 +473,7 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		if reg, ok := driver.Lookup(dc.Name); ok && reg.LocalKind != "" && !t.usesLocal(dc) {
 			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind)
 		}
-		return nil, env, withCode(ExitRunFailed, err)
+		return nil, env, failed(err)
 	}
 	if t.usesLocal(dc) && t.cluster != nil {
 		// The driver can only guess a version from the protocol (4.3 for
@@ -678,9 +497,9 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 // brokers is the size of the target cluster: for the local target, the
 // most brokers a local cluster may have; else what the driver for dc reads
 // from the cluster (1 if it cannot tell).
-func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, error) {
+func (t *Target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, error) {
 	if t.usesLocal(dc) {
-		return maxLocalBrokers, nil
+		return MaxLocalBrokers, nil
 	}
 	drv, _, err := t.connect(ctx, dc)
 	if err != nil {
@@ -699,7 +518,7 @@ func (t *target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 // nodes' "metrics" listeners, or those given with --broker-metrics. It
 // reads the nodes' PIDs now: a node restarted by a fault is sampled again
 // under its new PID only by the next run.
-func (t *target) systemSampler() func() *results.System {
+func (t *Target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
 	var endpoints []brokermetrics.Target
 	for i, u := range t.metricsURLs {
