@@ -31,8 +31,23 @@
 //
 // Computing q̂ for every (τ, κ) of a segment of length L takes O(L²) time
 // with running sums and O(L) memory, so a test costs O(Permutations·n²):
-// a few hundred points take milliseconds, a thousand about a second (see
-// BenchmarkDetect).
+// a hundred points take a few milliseconds, a thousand about a third of a
+// second of CPU (BenchmarkDetect).
+//
+// # What it finds
+//
+// TestDetectionQuality runs Detect with its defaults on 100 synthetic
+// histories per cell: 60 runs, a shift at run 30, normal noise, and one
+// spike of +50% in each; a detection within 2 runs of the shift counts.
+// A shift of 2 noise standard deviations or more is found in about 9
+// series out of 10 (2% at 1% noise: 0.94; 10% at 5%: 0.88; 20% anywhere:
+// 1.00), one of 1.7 in 8 (5% at 3%), one of 1 in 4 (5% at 5%); smaller
+// ones rarely. Shifts of 1 to 2 standard deviations are also placed less
+// precisely: about one detection in ten lands 3 to 10 runs off. A series
+// with no shift is flagged at the test's level, 1% (TestFalseAlarmRate),
+// spike or not. With noise of 3 to 5%, as short benchmark runs on a busy
+// machine show, a 5% regression needs more runs on either side (or less
+// noisy runs) to be seen surely.
 //
 // # Defaults and why
 //

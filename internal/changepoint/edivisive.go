@@ -144,23 +144,29 @@ func (w *workspace) bestSplit(seg []float64, minSeg int) split {
 	var sxx float64 // Σ over pairs within X = seg[:tau)
 	for tau := 1; tau <= l-minSeg; tau++ {
 		x := seg[tau-1]
-		for j := tau; j < l; j++ {
-			fromX[j] += math.Abs(seg[j] - x)
-		}
 		sxx += below[tau-1]
 		if tau < minSeg {
+			for j := tau; j < l; j++ {
+				fromX[j] += math.Abs(seg[j] - x)
+			}
 			continue
 		}
+		// One pass grows X by x (fromX) and Y by seg[j], then scores
+		// (tau, j+1) once Y holds minSeg values.
 		n := float64(tau)
 		sxxPer := sxx * inv[tau-1] // Sxx/(n−1)
 		var sxy, syy float64
-		for j := tau; j < l; j++ {
+		firstScored := tau + minSeg - 1
+		for j := tau; j < firstScored; j++ {
+			fromX[j] += math.Abs(seg[j] - x)
+			sxy += fromX[j]
+			syy += below[j] - fromX[j]
+		}
+		for j := firstScored; j < l; j++ {
+			fromX[j] += math.Abs(seg[j] - x)
 			sxy += fromX[j]
 			syy += below[j] - fromX[j]
 			m := j - tau + 1
-			if m < minSeg {
-				continue
-			}
 			q := 2 * inv[tau+m] * (sxy - float64(m)*sxxPer - n*syy*inv[m-1])
 			if q > best.q {
 				best.q, best.tau = q, tau
