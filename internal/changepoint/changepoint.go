@@ -39,11 +39,17 @@
 // TestDetectionQuality runs Detect with its defaults on 100 synthetic
 // histories per cell: 60 runs, a shift at run 30, normal noise, and one
 // spike of +50% in each; a detection within 2 runs of the shift counts.
-// A shift of 2 noise standard deviations or more is found in about 9
-// series out of 10 (2% at 1% noise: 0.94; 10% at 5%: 0.88; 20% anywhere:
-// 1.00), one of 1.7 in 8 (5% at 3%), one of 1 in 4 (5% at 5%); smaller
-// ones rarely. Shifts of 1 to 2 standard deviations are also placed less
-// precisely: about one detection in ten lands 3 to 10 runs off. A series
+// The share of shifts found (recall), by size in noise standard deviations:
+//
+//   - 4 or more: all (5%, 10% or 20% at 1% noise; 20% at 3% or 5%)
+//   - 3.3: 0.99 (10% at 3% noise)
+//   - 2: about 0.9 (2% at 1% noise: 0.94; 10% at 5%: 0.88)
+//   - 1.7: 0.82 (5% at 3% noise)
+//   - 1: 0.26 (5% at 5% noise)
+//   - 0.7 or less: below 0.1 (2% at 3% or 5% noise)
+//
+// Shifts of 1 to 2 standard deviations are also placed less precisely:
+// about one detection in ten lands 3 to 10 runs off. A series
 // with no shift is flagged at the test's level, 1% (TestFalseAlarmRate),
 // spike or not. With noise of 3 to 5%, as short benchmark runs on a busy
 // machine show, a 5% regression needs more runs on either side (or less
@@ -58,14 +64,15 @@
 // (TestDetect checks a spike of 10⁷ times the level). With segments of one
 // value allowed, the within-side term vanishes and a lone spike scores as
 // much as its size: the weakness of Hunter and Otava, whose default allows
-// segments of any length (Otava pull request 150 reports spikes flagged as
-// change points and adds a minimum segment length as an option; the R
-// implementation, ecp, has min.size = 30). A burst of consecutive outliers
-// is another matter: it is a change of distribution, and a burst of more
-// than about half of MinSegment values is reported, as a segment of
-// MinSegment values holding it; a pair of 10-sigma outliers is reported in
-// about 8% of 60-point series, three in a row in about half. The price of
-// the minimum: a change is reported only once 5 results after it exist.
+// segments of any length. Otava pull request 150 reports such spikes
+// flagged as change points and proposes a minimum segment length as an
+// option; the original E-divisive (the R package ecp) has one, min.size =
+// 30. A burst of consecutive outliers is another matter: it is a change of
+// distribution, and a burst of more than about half of MinSegment values is
+// reported, as a segment of MinSegment values holding it; a pair of
+// 10-sigma outliers is reported in about 8% of 60-point series, three in a
+// row in about half (TestBurstsOfOutliers). The price of the minimum: a
+// change is reported only once 5 results after it exist.
 //
 // Permutations is 199 and MaxPValue 0.01, as the ecp package's R = 199 with
 // a stricter level: a history holds many series, and every false alarm
