@@ -129,6 +129,9 @@ const (
 )
 
 // Effect is what a change point means for the metric, given its Direction.
+// It follows the sign of the change's Shift alone: a change found in the
+// spread, with a level that barely moved, is named by that small shift, so
+// a caller deciding what to report weighs RelativeShift too.
 type Effect int
 
 const (

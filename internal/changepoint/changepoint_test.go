@@ -49,6 +49,9 @@ func TestDetect(t *testing.T) {
 		{"staircase", levels(4, 0.01, []float64{100, 110, 125}, []int{20, 20, 20}), Options{}, []int{20, 40}, nil},
 		// One run ten times slower is a spike, not a change.
 		{"single outlier", with(levels(5, 0.01, []float64{100}, []int{60}), 30, 1000), Options{}, nil, nil},
+		// The same level with ten times the noise from run 30 on: the
+		// statistic sees a change of spread too.
+		{"spread change", append(levels(9, 0.01, []float64{100}, []int{30}), levels(109, 0.10, []float64{100}, []int{30})...), Options{}, []int{30}, nil},
 		// However large, a single outlier is not a change: its distance to
 		// the other side is offset by its distance to its own side.
 		{"huge single outlier", with(levels(5, 0.01, []float64{100}, []int{60}), 45, 1e9), Options{}, nil, nil},

@@ -102,6 +102,7 @@ type workspace struct {
 	perm  []float64 // the shuffled series
 }
 
+// newWorkspace returns the buffers for a series of n values.
 func newWorkspace(n int) *workspace {
 	w := &workspace{
 		below: make([]float64, n),
@@ -183,6 +184,7 @@ type shuffler struct {
 	src *rand.PCG
 }
 
+// newShuffler returns a shuffler whose draws are fixed by seed.
 func newShuffler(seed uint64) *shuffler {
 	return &shuffler{src: rand.NewPCG(seed, 0x9e3779b97f4a7c15)}
 }
