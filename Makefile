@@ -92,6 +92,8 @@ fuzz:
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseProperties$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzSizes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/changepoint -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/maxrate -run '^$$' -fuzz '^FuzzParseSLO$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseStudy$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
