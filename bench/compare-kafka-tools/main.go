@@ -33,7 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -66,7 +66,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barekafka", "./bench/barekafka"}); err != nil {
 		return err
 	}
-	k := local.NewKafka(o.Port, 1)
+	k := kafka.NewLocal(o.Port, 1)
 	k.HeapMB = 1024
 	st, stopBroker, err := toolcompare.Up(ctx, k, dir)
 	if err != nil {
@@ -78,7 +78,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer cl.Close()
-	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, admin: kadm.NewClient(cl)}
+	e := &env{bin: dir, addr: st.Address(), lib: kafka.LibDir(k.CacheDir), dir: dir, admin: kadm.NewClient(cl)}
 
 	var all []measurement
 	for _, size := range o.Sizes {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/driver/nats"
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream"

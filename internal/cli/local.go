@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -97,7 +98,7 @@ func (f *localFlags) portAdvice(err error) string {
 // downFlags are the flags 'local down KIND' needs to find the cluster.
 func (f *localFlags) downFlags() string {
 	s := " " + f.kind
-	if f.port != 0 && f.port != local.DefaultPort(f.kind) {
+	if f.port != 0 && f.port != brokers.DefaultPort(f.kind) {
 		s += fmt.Sprintf(" --port %d", f.port)
 	}
 	if f.stateDir != "" {
@@ -108,7 +109,7 @@ func (f *localFlags) downFlags() string {
 
 // cluster returns the local cluster the flags describe.
 func (f *localFlags) cluster(io IO) (*local.Cluster, error) {
-	c, err := local.New(f.kind, f.port, f.brokers)
+	c, err := brokers.NewLocal(f.kind, f.port, f.brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
 	cluster := func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
 		f.flags = cmd.Flags()
 		if len(args) != 1 {
-			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
+			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(brokers.LocalKinds(), ", "))}
 		}
 		f.kind = args[0]
 		if err := f.validate(); err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -220,11 +220,10 @@ func loadRunInput(cmd *cobra.Command, path string, f *runFlags, changed func(str
 	if in.dc == nil {
 		in.dc = defaultDriver()
 	}
-	reg, known := driver.Lookup(in.dc.Name)
-	if !known {
-		return nil, withCode(ExitInvalidInput, fmt.Errorf("%w %q (from %s): available drivers: %s", driver.ErrUnknownDriver, in.dc.Name, in.dc.Source, strings.Join(driver.Names(), ", ")))
+	if _, known := brokers.Lookup(in.dc.Name); !known {
+		return nil, withCode(ExitInvalidInput, brokers.UnknownDriver(in.dc))
 	}
-	if err := reg.Capabilities.CheckWorkload(w, in.dc.Name); err != nil {
+	if err := brokers.Check(in.dc.Name, brokers.Need{Workload: w, Driver: in.dc, Existing: len(in.existing) > 0}); err != nil {
 		return nil, err
 	}
 	if err := checkOutputs(in.out("probe", f), f.ombJSON); err != nil {
@@ -304,7 +303,7 @@ func runWorkload(cmd *cobra.Command, io IO, path string, f *runFlags, changed fu
 // faultsNeedLocal says why a fault schedule cannot run on the driver's
 // target, and what to do.
 func faultsNeedLocal(driverName string) string {
-	reg, _ := driver.Lookup(driverName)
+	reg, _ := brokers.Lookup(driverName)
 	switch {
 	case reg.InProcess:
 		return fmt.Sprintf("faults act on the local clusters brokerbench starts, and the %s driver's broker is in brokerbench's own process: use a driver with a local cluster", driverName)

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/localfaults"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/sysmetrics"
@@ -128,7 +130,7 @@ type localNeed struct {
 
 // need returns what runs of a driver for dc need of the local cluster.
 func (t *target) need(dc *workload.DriverConfig) (localNeed, error) {
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	n := localNeed{kind: t.localKind(dc), links: t.local.links, strict: t.setup != "", replace: t.local.replace, self: os.Getpid()}
 	if reg.LocalListener != nil {
 		n.listener = reg.LocalListener(dc)
@@ -151,7 +153,7 @@ func (t *target) need(dc *workload.DriverConfig) (localNeed, error) {
 			return n, fmt.Errorf("the workload's replication factor %d needs %d brokers; a local cluster has at most %d: run it against a larger cluster with --broker", rf, rf, maxLocalBrokers)
 		}
 	}
-	return n, nil
+	return n, brokers.CheckLocal(dc.Name, n.brokers, n.why, n.links)
 }
 
 // chooseLocal decides what runs that need need do about the local
@@ -271,7 +273,7 @@ func fitCommand(st local.Status, need localNeed) string {
 	}
 	if len(st.Endpoints(need.listener)) == 0 && need.listener != "" {
 		s.Listeners = append(slices.Clip(s.Listeners), need.listener)
-		c, err := local.New(st.Kind, 0, 1)
+		c, err := brokers.NewLocal(st.Kind, 0, 1)
 		if err == nil {
 			c.Listeners = s.Listeners
 			if c.CheckListeners() != nil {
@@ -297,7 +299,7 @@ func upFlags(kind, stateDir string, s local.Shape) string {
 	if s.Links {
 		args = append(args, "--links")
 	}
-	if c, err := local.New(kind, 0, 1); err == nil {
+	if c, err := brokers.NewLocal(kind, 0, 1); err == nil {
 		if sec, ok := c.Kind.(local.Securer); ok && len(s.Listeners) > 0 && !slices.Equal(s.Listeners, sec.Listeners()[:1]) {
 			args = append(args, "--security", strings.Join(s.Listeners, ","))
 		}
@@ -309,7 +311,7 @@ func upFlags(kind, stateDir string, s local.Shape) string {
 // kind in stateDir: none for the default port's, else --port or
 // --state-dir.
 func whereFlags(kind, stateDir string) []string {
-	c, err := local.New(kind, 0, 1)
+	c, err := brokers.NewLocal(kind, 0, 1)
 	if err != nil || stateDir == c.StateDir {
 		return nil
 	}
@@ -326,7 +328,7 @@ func defaultDirPort(kind, stateDir string) int {
 	if _, err := fmt.Sscanf(filepath.Base(stateDir), kind+"-%d", &port); err != nil || port < 1 || port > 65535 {
 		return 0
 	}
-	if c, err := local.New(kind, port, 1); err != nil || c.StateDir != stateDir {
+	if c, err := brokers.NewLocal(kind, port, 1); err != nil || c.StateDir != stateDir {
 		return 0
 	}
 	return port
@@ -408,7 +410,7 @@ func (t *target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 // plainListener reports whether dc reaches the local cluster on its plain
 // listener, where clients need no credentials.
 func (t *target) plainListener(dc *workload.DriverConfig) bool {
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	listener := ""
 	if reg.LocalListener != nil {
 		listener = reg.LocalListener(dc)
@@ -539,7 +541,7 @@ func (t *target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Sc
 			w.Source, strings.Join(t.endpoints, ",")))
 	}
 	place, _ := drv.(driver.Placement)
-	sched, err := t.cluster.Faults(w.Faults, place, w.Seed)
+	sched, err := localfaults.Schedule(t.cluster, w.Faults, place, w.Seed)
 	if err != nil {
 		return nil, withCode(ExitInvalidInput, fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))
 	}
@@ -578,7 +580,7 @@ func (t *target) usesLocal(dc *workload.DriverConfig) bool {
 	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
 	}
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	// Files made for Kafka's own tools give the addresses in producer
 	// and consumer properties alone.
 	for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
@@ -592,8 +594,8 @@ func (t *target) usesLocal(dc *workload.DriverConfig) bool {
 // localKind is the kind of local broker that dc's driver runs against
 // ("" if brokerbench runs none for it).
 func (t *target) localKind(dc *workload.DriverConfig) string {
-	reg, _ := driver.Lookup(dc.Name)
-	return reg.LocalKind
+	reg, _ := brokers.Lookup(dc.Name)
+	return reg.LocalKind()
 }
 
 // plannedOptions returns the options a driver for dc would get, without
@@ -606,7 +608,7 @@ func (t *target) plannedOptions(dc *workload.DriverConfig) driver.Options {
 	}
 	port := t.local.port
 	if port == 0 {
-		port = local.DefaultPort(t.localKind(dc))
+		port = brokers.DefaultPort(t.localKind(dc))
 	}
 	return driver.Options{Endpoints: []string{fmt.Sprintf("127.0.0.1:%d", port)},
 		Credentials: &driver.Credentials{Username: local.Username, Password: "made when the cluster starts"}}
@@ -625,15 +627,15 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	}
 	endpoints := opts.Endpoints
 	t.connected = opts
-	drv, err := driver.New(dc, opts)
+	drv, err := brokers.New(dc, opts)
 	if err != nil {
-		if errors.Is(err, driver.ErrUnknownDriver) {
+		if errors.Is(err, brokers.ErrUnknownDriver) {
 			return nil, env, withCode(ExitInvalidInput, err)
 		}
 		return nil, env, err
 	}
 	where := driver.RedactEndpoints(strings.Join(endpoints, ","))
-	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
+	if reg, _ := brokers.Lookup(dc.Name); reg.InProcess {
 		where = "this process"
 	} else if where == "" {
 		where = "the addresses in " + dc.Source
@@ -651,8 +653,8 @@ func (t *target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		if ctx.Err() == nil && timedOut {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
-		if reg, ok := driver.Lookup(dc.Name); ok && reg.LocalKind != "" && !t.usesLocal(dc) {
-			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind)
+		if reg, ok := brokers.Lookup(dc.Name); ok && reg.LocalKind() != "" && !t.usesLocal(dc) {
+			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind())
 		}
 		return nil, env, withCode(ExitRunFailed, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -106,7 +107,7 @@ func connectWorkerDriver(_ context.Context, src distributed.DriverSource) (drive
 	if err != nil {
 		return nil, err
 	}
-	return driver.New(dc, driver.Options{Endpoints: src.Endpoints})
+	return brokers.New(dc, driver.Options{Endpoints: src.Endpoints})
 }
 
 func workerDriverConfig(src distributed.DriverSource) (*workload.DriverConfig, error) {

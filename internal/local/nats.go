@@ -61,7 +61,7 @@ func (NATS) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+NATSVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build nats-server %s: %w\n%s", NATSVersion, err, lastLines(string(out), 20))
+		return fmt.Errorf("build nats-server %s: %w\n%s", NATSVersion, err, LastLines(string(out), 20))
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func (NATS) Listeners() []string { return []string{"plain", "tls"} }
 func (NATS) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
-		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{"client": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		if c.Brokers > 1 {
 			n.Ports["cluster"] = 0
@@ -88,7 +88,7 @@ func (NATS) Layout(c *Cluster) []*Node {
 
 // Configure implements Kind: each node's server config.
 func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
-	if c.linked() {
+	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for NATS yet: nats-server resolves peers with the system resolver, which brokerbench cannot point at a node's own links")
 	}
 	for _, n := range c.nodes {

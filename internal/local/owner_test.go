@@ -33,7 +33,7 @@ func (fakeKind) Configure(context.Context, *Cluster, bool) error             { r
 func (fakeKind) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
-		nodes = append(nodes, &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+		nodes = append(nodes, &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-"+string(rune('0'+i)))})
 	}
 	return nodes

@@ -67,7 +67,7 @@ func rabbitmqServer() (string, error) {
 // Install installs Debian's rabbitmq-server package when it is missing and
 // brokerbench runs as root with apt-get; otherwise it says what to run.
 func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	return aptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
+	return AptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
 }
 
 // Listeners implements Securer: AMQP, and AMQP over TLS on a port of its
@@ -83,12 +83,12 @@ func (RabbitMQ) Listeners() []string { return []string{"amqp", "amqps"} }
 func (RabbitMQ) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
-		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{"stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
-		for _, l := range c.listeners() {
-			n.Ports[c.listenerKey(l)] = 0
+		for _, l := range c.ServedListeners() {
+			n.Ports[c.ListenerKey(l)] = 0
 		}
-		if c.serves("amqps") {
+		if c.Serving("amqps") {
 			n.Ports["stream_tls"] = 0 // streams over TLS, beside amqps
 		}
 		if i == 1 {
@@ -103,7 +103,7 @@ func (RabbitMQ) Layout(c *Cluster) []*Node {
 // nodes as its peers, in a cluster), its plugins, and the cluster's
 // Erlang cookie in its home directory.
 func (k RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
-	if c.linked() {
+	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for RabbitMQ yet")
 	}
 	for _, n := range c.nodes {
@@ -172,7 +172,7 @@ func (RabbitMQ) secure(c *Cluster, n *Node, sec *Security, b *strings.Builder) e
 	if err != nil {
 		return err
 	}
-	if c.serves("amqps") {
+	if c.Serving("amqps") {
 		fmt.Fprintf(b, `listeners.ssl.default = %s
 ssl_options.cacertfile = %s
 ssl_options.certfile = %s
@@ -182,7 +182,7 @@ ssl_options.fail_if_no_peer_cert = false
 stream.listeners.ssl.default = %s
 stream.advertised_tls_host = %s
 stream.advertised_tls_port = %d
-`, n.Addr(c.listenerKey("amqps")), sec.CAFile, sec.NodeKeyStore(n), n.Addr("stream_tls"), n.Host, n.Ports["stream_tls"])
+`, n.Addr(c.ListenerKey("amqps")), sec.CAFile, sec.NodeKeyStore(n), n.Addr("stream_tls"), n.Host, n.Ports["stream_tls"])
 	}
 	fmt.Fprintf(b, "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\nssl_cert_login_from = common_name\nload_definitions = %s\n", n.ConfigFile("definitions.json"))
 	type user struct {
@@ -225,10 +225,10 @@ func rabbitHash(password string) string {
 
 // amqpListener is the config line of a node's plain AMQP listener.
 func amqpListener(c *Cluster, n *Node) string {
-	if !c.serves("amqp") {
+	if !c.Serving("amqp") {
 		return "listeners.tcp = none"
 	}
-	return "listeners.tcp.default = " + n.Addr(c.listenerKey("amqp"))
+	return "listeners.tcp.default = " + n.Addr(c.ListenerKey("amqp"))
 }
 
 // nodeName is the node's Erlang name: a long name with the node's own
@@ -316,8 +316,8 @@ func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 // (with the default user) and its stream listener accepts. A node opens
 // its listeners only after it joined its peers.
 func (RabbitMQ) NodeReady(ctx context.Context, c *Cluster, n *Node) error {
-	uri, cfg := "amqp://guest:guest@"+n.Addr(c.listenerKey("amqp"))+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
-	if !c.serves("amqp") {
+	uri, cfg := "amqp://guest:guest@"+n.Addr(c.ListenerKey("amqp"))+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
+	if !c.Serving("amqp") {
 		pool, err := pki.ReadPool(c.Security().CAFile)
 		if err != nil {
 			return err

@@ -66,31 +66,7 @@ func redisBinary() (string, error) {
 // Install installs Debian's redis-server package when it is missing and
 // brokerbench runs as root with apt-get; otherwise it says what to run.
 func (Redis) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	return aptInstall(ctx, "redis-server", redisBinary, logf)
-}
-
-// aptInstall installs a Debian package when find does not find what it
-// provides, if brokerbench runs as root with apt-get; otherwise find's
-// error says what to install.
-func aptInstall(ctx context.Context, pkg string, find func() (string, error), logf func(string, ...any)) error {
-	if _, err := find(); err == nil {
-		return nil
-	}
-	apt, err := exec.LookPath("apt-get")
-	if err != nil || os.Geteuid() != 0 {
-		_, err := find()
-		return err
-	}
-	logf("installing Debian's %s package (apt-get)", pkg)
-	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", pkg}} {
-		cmd := exec.CommandContext(ctx, apt, args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get %s: %w\n%s", args[0], err, lastLines(string(out), 10))
-		}
-	}
-	_, err = find()
-	return err
+	return AptInstall(ctx, "redis-server", redisBinary, logf)
 }
 
 // Listeners implements Securer: plain connections, and TLS on a port of
@@ -100,10 +76,10 @@ func (Redis) Listeners() []string { return []string{"plain", "tls"} }
 // Layout implements Kind: one server, with a port per listener. Redis
 // replicas and Redis Cluster are not run locally yet.
 func (Redis) Layout(c *Cluster) []*Node {
-	n := &Node{ID: 1, Roles: []string{"broker"}, Host: loopbackHost(true, false, 1),
+	n := &Node{ID: 1, Roles: []string{"broker"}, Host: LoopbackHost(true, false, 1),
 		Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-1")}
-	for _, l := range c.listeners() {
-		n.Ports[c.listenerKey(l)] = 0
+	for _, l := range c.ServedListeners() {
+		n.Ports[c.ListenerKey(l)] = 0
 	}
 	return []*Node{n}
 }
@@ -113,7 +89,7 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	if c.Brokers != 1 {
 		return errors.New("brokerbench runs a single local Redis server (--brokers 1); replicas and Redis Cluster are not supported yet")
 	}
-	if c.linked() {
+	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for Redis yet")
 	}
 	n := c.nodes[0]
@@ -122,8 +98,8 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by brokerbench.\nbind %s\ndir %s\nsave \"\"\nappendonly yes\nappendfsync everysec\nprotected-mode yes\ndaemonize no\nset-proc-title no\n",
 		n.Host, filepath.Join(n.Dir, "data"))
-	if c.serves("plain") {
-		fmt.Fprintf(&b, "port %d\n", n.Ports[c.listenerKey("plain")])
+	if c.Serving("plain") {
+		fmt.Fprintf(&b, "port %d\n", n.Ports[c.ListenerKey("plain")])
 	} else {
 		b.WriteString("port 0\n")
 	}
@@ -135,9 +111,9 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 		// The default user stays open to plain clients; brokerbench's
 		// user needs its password.
 		fmt.Fprintf(&b, "user %s on >%s ~* &* +@all\n", Username, pw)
-		if c.serves("tls") {
+		if c.Serving("tls") {
 			fmt.Fprintf(&b, "tls-port %d\ntls-cert-file %s\ntls-key-file %[2]s\ntls-ca-cert-file %s\ntls-auth-clients optional\n",
-				n.Ports[c.listenerKey("tls")], sec.NodeKeyStore(n), sec.CAFile)
+				n.Ports[c.ListenerKey("tls")], sec.NodeKeyStore(n), sec.CAFile)
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
@@ -150,10 +126,10 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 // MetricsURL implements Metered: the server itself, read with INFO on
 // its plain listener.
 func (Redis) MetricsURL(c *Cluster, n *Node) string {
-	if !c.serves("plain") {
+	if !c.Serving("plain") {
 		return ""
 	}
-	return "redis://" + n.Addr(c.listenerKey("plain"))
+	return "redis://" + n.Addr(c.ListenerKey("plain"))
 }
 
 // Command implements Kind.
@@ -168,8 +144,8 @@ func (Redis) Command(c *Cluster, n *Node) []string {
 // Ready implements Kind: the server answers PING, over TLS when that is
 // its only listener.
 func (Redis) Ready(ctx context.Context, c *Cluster) error {
-	opts := &goredis.Options{Addr: c.nodes[0].Addr(c.listenerKey("plain")), MaxRetries: -1}
-	if !c.serves("plain") {
+	opts := &goredis.Options{Addr: c.nodes[0].Addr(c.ListenerKey("plain")), MaxRetries: -1}
+	if !c.Serving("plain") {
 		opts.Addr = c.nodes[0].Addr("client")
 		pool, err := pki.ReadPool(c.Security().CAFile)
 		if err != nil {

@@ -29,7 +29,7 @@ import (
 
 // Capabilities are the reference broker's: partitioned, replayable logs
 // without replicas.
-var Capabilities = driver.Capabilities{Partitions: true, Replay: true}
+var Capabilities = driver.Capabilities{Partitions: true, Replay: true, Written: true}
 
 // Broker is one in-memory broker; drivers made by NewDriver share it.
 type Broker struct {

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 )
@@ -16,14 +17,13 @@ import (
 // conformance suite.
 func TestConformance(t *testing.T) {
 	b := NewBroker()
-	drivertest.Run(t, drivertest.Target{
+	brokertest.Run(t, "memory", drivertest.Target{
 		Connect: func(*testing.T) driver.Driver { return b.NewDriver() },
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			gone := NewBroker()
 			gone.Unreachable = true
 			return gone.NewDriver(), nil
 		},
-		Capabilities: Capabilities,
 	})
 }
 

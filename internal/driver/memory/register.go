@@ -7,12 +7,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 func init() {
-	driver.Register(driver.Registration{Name: "memory", New: New, InProcess: true, Capabilities: Capabilities})
+	brokers.Register(brokers.Module{
+		Name: "memory", New: New, InProcess: true, Capabilities: Capabilities,
+		NoLocal:   "the memory broker lives in brokerbench's own process",
+		NoMetrics: "the memory broker has no nodes: its costs are the driver config's",
+		Docs:      "docs/drivers/memory.md",
+	})
 }
 
 // settings are the driver's settings by section, with their defaults:
@@ -32,21 +38,21 @@ type costs struct {
 }
 
 var (
-	brokersMu sync.Mutex
-	brokers   = map[costs]*Broker{}
+	sharedMu sync.Mutex
+	byCosts  = map[costs]*Broker{}
 )
 
 // shared returns the broker of the process with costs c, made on first
 // use. A broker's costs are fixed once clients use it, so a config with
 // other costs gets a broker of its own.
 func shared(c costs) *Broker {
-	brokersMu.Lock()
-	defer brokersMu.Unlock()
-	b, ok := brokers[c]
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	b, ok := byCosts[c]
 	if !ok {
 		b = NewBroker()
 		b.Delay, b.Ceiling = c.delay, c.ceiling
-		brokers[c] = b
+		byCosts[c] = b
 	}
 	return b
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -18,18 +19,18 @@ func config(common ...workload.Property) *workload.DriverConfig {
 // reach one broker, so that a run's clients meet; other costs are
 // another broker; the costs are in effect and in the effective config.
 func TestRegisteredDriver(t *testing.T) {
-	reg, ok := driver.Lookup("memory")
-	if !ok || !reg.InProcess || reg.LocalKind != "" || reg.Capabilities != Capabilities {
-		t.Fatalf("registration %+v", reg)
+	m, ok := brokers.Lookup("memory")
+	if !ok || !m.InProcess || m.Local != nil || !m.Capabilities.Written {
+		t.Fatalf("module %+v", m)
 	}
 	ctx := context.Background()
 	slow := workload.Property{Key: "delay.ms", Value: "2.5"}
-	a, err := driver.New(config(slow), driver.Options{})
+	a, err := brokers.New(config(slow), driver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := driver.New(config(slow), driver.Options{})
-	other, _ := driver.New(config(), driver.Options{})
+	b, _ := brokers.New(config(slow), driver.Options{})
+	other, _ := brokers.New(config(), driver.Options{})
 	if err := a.CreateTopic(ctx, driver.TopicSpec{Name: "shared-by-costs", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,6 @@ func init() {
 	for k, v := range driver.TLSDefaults {
 		settings["common"][k] = v
 	}
-	driver.Register(driver.Registration{Name: "nats", New: New, EndpointSetting: "servers", LocalKind: "nats", LocalListener: localListener,
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
 
 // settings are the driver's config settings, by section, with defaults.

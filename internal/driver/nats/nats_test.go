@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -30,15 +31,13 @@ func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 // TestConformance: the NATS JetStream driver passes the driver contract's
 // conformance suite against a real nats-server.
 func TestConformance(t *testing.T) {
-	reg, _ := driver.Lookup("nats")
-	drivertest.Run(t, drivertest.Target{
+	brokertest.Run(t, "nats", drivertest.Target{
 		Connect: func(t *testing.T) driver.Driver {
 			return newDriver(t, &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1})
 		},
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			return New(&workload.DriverConfig{Name: "nats", Source: "test"}, driver.Options{Endpoints: []string{"nats://127.0.0.1:1"}})
 		},
-		Capabilities: reg.Capabilities,
 	})
 }
 

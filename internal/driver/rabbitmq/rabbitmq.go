@@ -43,8 +43,6 @@ func init() {
 	for k, v := range driver.TLSDefaults {
 		settings["common"][k] = v
 	}
-	driver.Register(driver.Registration{Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalKind: "rabbitmq", LocalListener: localListener,
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true}})
 }
 
 // localListener names the listener of a local RabbitMQ a config connects

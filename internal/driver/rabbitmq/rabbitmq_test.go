@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -37,15 +38,13 @@ func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 // conformance suite against a real RabbitMQ, with classic and quorum
 // queues, and with stream queues.
 func TestConformance(t *testing.T) {
-	reg, _ := driver.Lookup("rabbitmq")
 	for _, qt := range []string{"CLASSIC", "QUORUM", "STREAM"} {
 		t.Run(qt, func(t *testing.T) {
-			drivertest.Run(t, drivertest.Target{
+			brokertest.Run(t, "rabbitmq", drivertest.Target{
 				Connect: func(t *testing.T) driver.Driver { return newDriver(t, driverConfig(qt)) },
 				Unreachable: func(*testing.T) (driver.Driver, error) {
 					return New(driverConfig(qt), driver.Options{Endpoints: []string{"127.0.0.1:1"}})
 				},
-				Capabilities: reg.Capabilities,
 			})
 		})
 	}

@@ -51,8 +51,6 @@ func init() {
 	for k, v := range driver.TLSDefaults {
 		settings["common"][k] = v
 	}
-	driver.Register(driver.Registration{Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalKind: "rabbitmq", LocalListener: localListener,
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
 
 // localListener names the listener of a local RabbitMQ's nodes a config

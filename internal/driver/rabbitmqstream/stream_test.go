@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -30,14 +31,13 @@ func streamAddr(t *testing.T) string {
 // conformance suite against a real RabbitMQ, without and with sub-entry
 // batching and compression.
 func TestConformance(t *testing.T) {
-	reg, _ := driver.Lookup("rabbitmq-stream")
 	for name, producer := range map[string]workload.Properties{
 		"plain":            nil,
 		"sub-entries-gzip": {{Key: "subEntrySize", Value: "10"}, {Key: "compression", Value: "gzip"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dc := &workload.DriverConfig{Name: "rabbitmq-stream", Source: "test", ReplicationFactor: 1, Producer: producer}
-			drivertest.Run(t, drivertest.Target{
+			brokertest.Run(t, "rabbitmq-stream", drivertest.Target{
 				Connect: func(t *testing.T) driver.Driver {
 					d, err := New(dc, driver.Options{Endpoints: []string{streamAddr(t)}})
 					if err != nil {
@@ -48,7 +48,6 @@ func TestConformance(t *testing.T) {
 				Unreachable: func(*testing.T) (driver.Driver, error) {
 					return New(dc, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
 				},
-				Capabilities: reg.Capabilities,
 			})
 		})
 	}

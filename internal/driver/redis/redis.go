@@ -34,8 +34,6 @@ func init() {
 	for k, v := range driver.TLSDefaults {
 		settings["common"][k] = v
 	}
-	driver.Register(driver.Registration{Name: "redis", New: New, EndpointSetting: "addr", LocalKind: "redis", LocalListener: localListener,
-		Capabilities: driver.Capabilities{Partitions: true, Replay: true}})
 }
 
 // localListener names the listener of a local Redis a config connects

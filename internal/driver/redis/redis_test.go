@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -30,15 +31,13 @@ func newDriver(t *testing.T, dc *workload.DriverConfig) driver.Driver {
 // TestConformance: the Redis Streams driver passes the driver contract's
 // conformance suite against a real redis-server.
 func TestConformance(t *testing.T) {
-	reg, _ := driver.Lookup("redis")
-	drivertest.Run(t, drivertest.Target{
+	brokertest.Run(t, "redis", drivertest.Target{
 		Connect: func(t *testing.T) driver.Driver {
 			return newDriver(t, &workload.DriverConfig{Name: "redis", Source: "test", ReplicationFactor: 1})
 		},
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			return New(&workload.DriverConfig{Name: "redis", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
 		},
-		Capabilities: reg.Capabilities,
 	})
 }
 

@@ -1,4 +1,6 @@
-// Package kafka is brokerbench's Apache Kafka driver, built on franz-go.
+// Package kafka is brokerbench's Apache Kafka: its driver, built on
+// franz-go; the local clusters brokerbench starts (Kind, in KRaft mode);
+// and the module that registers both (module.go).
 //
 // Kafka's own client property names (acks, linger.ms, batch.size, ...) are
 // accepted and mapped onto franz-go options; where a property is not set,
@@ -25,11 +27,6 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
-
-func init() {
-	driver.Register(driver.Registration{Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalKind: "kafka", LocalListener: localListener,
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, Acks: true}})
-}
 
 // localListener names the listener of a local Kafka's nodes that a
 // config's security.protocol connects to: "plaintext", "ssl",

@@ -1,4 +1,4 @@
-package local_test
+package kafka_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
 
@@ -25,6 +25,7 @@ import (
 // checks the config without a JVM; this checks that the exporter takes it
 // so.
 func TestKafkaMetricsEndpoint(t *testing.T) {
+	testbroker.Need(t, testbroker.Kafka)
 	b, err := testbroker.Start(39892, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func TestKafkaMetricsEndpoint(t *testing.T) {
 		served = append(served, k)
 	}
 	slices.Sort(served)
-	want := local.KafkaJMXSeries()
+	want := kafka.JMXSeries()
 	slices.Sort(want)
 	if !slices.Equal(served, want) {
 		t.Errorf("%s serves\n  %s\nwant\n  %s", url, strings.Join(served, "\n  "), strings.Join(want, "\n  "))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/pki"
@@ -364,26 +365,16 @@ func TestRecordTimestampIsSendTime(t *testing.T) {
 	}
 }
 
-// TestConformance: the Kafka driver passes the driver contract's
-// conformance suite against a real broker.
+// TestConformance: the Kafka driver passes the conformance suite against
+// a real broker.
 func TestConformance(t *testing.T) {
-	drivertest.Run(t, drivertest.Target{
+	brokertest.Run(t, "kafka", drivertest.Target{
 		Connect: func(t *testing.T) driver.Driver { return newDriver(t, workload.Property{Key: "linger.ms", Value: "1"}) },
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			return New(&workload.DriverConfig{Name: "kafka", Source: "test", ReplicationFactor: 1,
 				Common: workload.Properties{{Key: "default.api.timeout.ms", Value: "5000"}}}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
 		},
-		Capabilities: registered(t).Capabilities,
 	})
-}
-
-func registered(t *testing.T) driver.Registration {
-	t.Helper()
-	reg, ok := driver.Lookup("kafka")
-	if !ok {
-		t.Fatal("the kafka driver is not registered")
-	}
-	return reg
 }
 
 // TestGroupIDPrefixesTheGroups: a consumerConfig group.id (as in the

@@ -1,13 +1,12 @@
-package local_test
+package kafka_test
 
 import (
 	"context"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
@@ -70,7 +69,7 @@ func TestClusterLifecycle(t *testing.T) {
 	for _, n := range c.Status().Nodes {
 		pids = append(pids, n.PID)
 	}
-	again := local.NewKafka(39592, 1)
+	again := kafka.NewLocal(39592, 1)
 	again.StateDir, again.HeapMB, again.Log = c.StateDir, 384, os.Stderr
 	st, err = again.Up(context.Background())
 	if err != nil {
@@ -93,32 +92,5 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	if again.Status().Nodes[0].Running {
 		t.Error("node still running after Down")
-	}
-}
-
-// TestServe: a listener every cluster of the kind serves leaves the
-// cluster as it is; one served only beside the secured listeners asks for
-// all of them; a kind without them is left alone.
-func TestServe(t *testing.T) {
-	for _, tc := range []struct {
-		kind     local.Kind
-		listener string
-		want     []string
-	}{
-		{local.Kafka{}, "plaintext", nil},
-		{local.Kafka{}, "", nil},
-		{local.Kafka{}, "sasl_ssl", local.Kafka{}.Listeners()},
-		{local.RabbitMQ{}, "amqp", nil},
-		{local.RabbitMQ{}, "stream", nil},
-		{local.RabbitMQ{}, "stream_tls", local.RabbitMQ{}.Listeners()},
-		{local.NATS{}, "plain", nil},
-		{local.NATS{}, "tls", local.NATS{}.Listeners()},
-		{local.Redis{}, "tls", local.Redis{}.Listeners()},
-	} {
-		c := &local.Cluster{Kind: tc.kind, StateDir: t.TempDir(), Port: 1, Brokers: 1}
-		c.Serve(tc.listener)
-		if !slices.Equal(c.Listeners, tc.want) {
-			t.Errorf("%s: Serve(%q) asks for %v, want %v", tc.kind.Name(), tc.listener, c.Listeners, tc.want)
-		}
 	}
 }

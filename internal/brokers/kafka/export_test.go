@@ -1,8 +1,8 @@
-package local
+package kafka
 
-// KafkaJMXSeries returns the series brokerbench reads of a Kafka broker
+// JMXSeries returns the series brokerbench reads of a Kafka broker
 // (kafkaJMXSeries), for the test of a live broker's endpoint.
-func KafkaJMXSeries() []string {
+func JMXSeries() []string {
 	var names []string
 	for _, s := range kafkaJMXSeries {
 		names = append(names, s.series)

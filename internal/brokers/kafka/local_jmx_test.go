@@ -1,4 +1,4 @@
-package local
+package kafka
 
 import (
 	"regexp"
@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
+	"github.com/brokerbench/brokerbench/internal/local"
 )
 
 // kafkaJMXSeries are the series brokerbench reads of a Kafka broker, each
@@ -271,15 +272,15 @@ func TestKafkaJMXConfigServesWhatIsRead(t *testing.T) {
 // broker's series (its JVM collectors cost a read CPU for series nobody
 // reads), and a controller without a metrics port runs no exporter.
 func TestKafkaCommandFiltersExporter(t *testing.T) {
-	c := NewKafka(39092, 1)
+	c := NewLocal(39092, 1)
 	c.StateDir = t.TempDir()
-	broker := &Node{ID: 1, Roles: []string{"broker"}, Host: "127.0.0.1", Ports: map[string]int{"metrics": 7071}, Dir: c.StateDir}
-	argv := Kafka{}.Command(c, broker)
+	broker := &local.Node{ID: 1, Roles: []string{"broker"}, Host: "127.0.0.1", Ports: map[string]int{"metrics": 7071}, Dir: c.StateDir}
+	argv := Kind{}.Command(c, broker)
 	if !slices.Contains(argv, kafkaJMXFilter) || !strings.HasPrefix(argv[1], "-javaagent:") {
 		t.Errorf("broker command %q: want the exporter agent and %s before the class", argv, kafkaJMXFilter)
 	}
-	controller := &Node{ID: 101, Roles: []string{"controller"}, Host: "127.0.2.1", Ports: map[string]int{"controller": 9093}, Dir: c.StateDir}
-	if argv := (Kafka{}).Command(c, controller); slices.Contains(argv, kafkaJMXFilter) {
+	controller := &local.Node{ID: 101, Roles: []string{"controller"}, Host: "127.0.2.1", Ports: map[string]int{"controller": 9093}, Dir: c.StateDir}
+	if argv := (Kind{}).Command(c, controller); slices.Contains(argv, kafkaJMXFilter) {
 		t.Errorf("controller command %q: no exporter, so no exporter option", argv)
 	}
 }

@@ -1,4 +1,8 @@
-package local
+// Package localfaults turns a workload's fault schedule into faults on
+// the nodes and links of a local cluster: kill, pause, delay, cut. Package
+// faults runs them and measures what each cost; package local gives the
+// means (nodes by PID, shaped links) and knows nothing of schedules.
+package localfaults
 
 import (
 	"context"
@@ -7,26 +11,26 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// Faults turns a workload's fault schedule into faults on c's nodes.
+// Schedule turns a workload's fault schedule into faults on c's nodes.
 // place finds the nodes aimed at by role (leader, controller); seed picks
 // random nodes, so a schedule picks the same nodes again. A kill or pause
 // with a duration becomes two faults: the action, and its undo on the same
 // node.
-func (c *Cluster) Faults(schedule []workload.Fault, place driver.Placement, seed uint64) ([]faults.Scheduled, error) {
+func Schedule(c *local.Cluster, schedule []workload.Fault, place driver.Placement, seed uint64) ([]faults.Scheduled, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
 	var out []faults.Scheduled
 	for i, spec := range schedule {
 		if id := spec.NodeID(); id != 0 && c.Node(id) == nil {
 			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
 		}
-		if spec.OnLinks() && !c.linked() {
+		if spec.OnLinks() && !c.Linked() {
 			return nil, fmt.Errorf("fault %q acts on links, and this cluster was started without its link proxy: start it with --links (brokerbench starts it so for workloads with link faults)", spec)
 		}
 		if id, err := strconv.Atoi(spec.Peer); err == nil && c.Node(id) == nil {
@@ -54,7 +58,7 @@ type resolved struct {
 
 // nodeFault is one action on a node of a local cluster, or on its links.
 type nodeFault struct {
-	c      *Cluster
+	c      *local.Cluster
 	spec   workload.Fault
 	group  string // the link shapes of a link fault
 	undo   bool   // restart, resume or heal the node the spec acted on
@@ -164,7 +168,7 @@ func (f *nodeFault) act(ctx context.Context, id int, why string) (string, error)
 // shapeLinks gives the links between node id and the fault's peer the
 // fault's shape, or, for its undo, clears them.
 func (f *nodeFault) shapeLinks(id int) error {
-	sel := LinkSelector{Node: id}
+	sel := local.LinkSelector{Node: id}
 	switch peer := f.spec.Peer; peer {
 	case "":
 	case workload.PeerClient:
@@ -173,7 +177,7 @@ func (f *nodeFault) shapeLinks(id int) error {
 		p, _ := strconv.Atoi(peer)
 		sel.Peers = []int{p}
 	}
-	var shape LinkShape
+	var shape local.LinkShape
 	if !f.undo {
 		switch f.spec.Action {
 		case workload.FaultDelay:
@@ -191,25 +195,4 @@ func (f *nodeFault) shapeLinks(id int) error {
 		err = fmt.Errorf("no link between node %d and %s", id, nodeWords(f.spec.Peer))
 	}
 	return err
-}
-
-// Heal brings every node back after faults: paused nodes are resumed,
-// stopped ones restarted, every link cleared of the faults' shapes (the
-// network a setup asked for stays), and it waits until the cluster is
-// ready.
-func (c *Cluster) Heal(ctx context.Context) error {
-	var errs []error
-	errs = append(errs, c.clearFaultLinks())
-	for _, n := range c.Nodes() {
-		if _, ok := n.PID(); ok {
-			errs = append(errs, n.Resume())
-			continue
-		}
-		c.logf("restarting node %d after the run's faults", n.ID)
-		errs = append(errs, c.Restart(ctx, n.ID))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return c.waitReady(ctx, 120*time.Second)
 }

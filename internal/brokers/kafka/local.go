@@ -1,4 +1,4 @@
-package local
+package kafka
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"sync"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// KafkaVersion is the Apache Kafka release brokerbench installs.
-const KafkaVersion = "4.3.1"
+// Version is the Apache Kafka release brokerbench installs.
+const Version = "4.3.1"
 
 // log4jVersion is the log4j2 binding matching Kafka's slf4j 1.7 API.
 const log4jVersion = "2.24.3"
@@ -30,65 +31,62 @@ const log4jVersion = "2.24.3"
 // here).
 const jmxExporterVersion = "1.0.1"
 
-// ErrPrerequisite reports a missing tool needed to install a broker.
-var ErrPrerequisite = errors.New("missing prerequisite")
-
-// NewKafka returns a local Apache Kafka cluster of brokers nodes in KRaft
+// NewLocal returns a local Apache Kafka cluster of brokers nodes in KRaft
 // mode, its brokers' client listeners on port, with default directories:
 // the state of the cluster on a port lives in "kafka-PORT" under the
 // state directory. Heap: 1024 MB for a single node, 512 MB per broker in
 // a cluster.
-func NewKafka(port, brokers int) *Cluster {
+func NewLocal(port, brokers int) *local.Cluster {
 	heap := 1024
 	if brokers > 1 {
 		heap = 512
 	}
-	return &Cluster{Kind: Kafka{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("kafka-%d", port)),
+	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("kafka-%d", port)),
 		Port: port, Brokers: brokers, HeapMB: heap}
 }
 
-// Kafka is the Kind of Apache Kafka clusters in KRaft mode (no ZooKeeper).
+// Kind is the local.Kind of Apache Kafka clusters in KRaft mode (no ZooKeeper).
 // Without dedicated controllers, the first min(3, brokers) brokers are also
 // the controller quorum's voters; with them, the controllers are separate
 // nodes. Internal topics are replicated as in production: replication
 // factor min(3, brokers), min.insync.replicas 2 for transaction state where
 // there are 3 or more brokers. The consumer offsets topic has 10
 // partitions instead of 50, for start-up time on small machines.
-type Kafka struct{}
+type Kind struct{}
 
 // Name implements Kind.
-func (Kafka) Name() string { return "kafka" }
+func (Kind) Name() string { return "kafka" }
 
 // Product implements Kind.
-func (Kafka) Product() string { return "Apache Kafka" }
+func (Kind) Product() string { return "Apache Kafka" }
 
 // Version implements Kind.
-func (Kafka) Version() string { return KafkaVersion }
+func (Kind) Version() string { return Version }
 
 // jmxExporterJar is the Prometheus JMX exporter agent, under cacheDir.
 func jmxExporterJar(cacheDir string) string {
-	return filepath.Join(cacheDir, "kafka-"+KafkaVersion, "agent", "jmx_prometheus_javaagent-"+jmxExporterVersion+".jar")
+	return filepath.Join(cacheDir, "kafka-"+Version, "agent", "jmx_prometheus_javaagent-"+jmxExporterVersion+".jar")
 }
 
-// KafkaLibDir is where the Kafka jars are, under cacheDir.
-func KafkaLibDir(cacheDir string) string {
-	return filepath.Join(cacheDir, "kafka-"+KafkaVersion, "lib")
+// LibDir is where the Kafka jars are, under cacheDir.
+func LibDir(cacheDir string) string {
+	return filepath.Join(cacheDir, "kafka-"+Version, "lib")
 }
 
 // Install downloads the pinned Kafka release and its dependencies from Maven
 // Central into cacheDir, unless already there. It needs Java 17+ and Maven.
-func (Kafka) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
 	if err := checkJava(ctx); err != nil {
 		return err
 	}
-	dist := filepath.Dir(KafkaLibDir(cacheDir))
+	dist := filepath.Dir(LibDir(cacheDir))
 	done := filepath.Join(dist, ".complete")
 	if _, err := os.Stat(done); err == nil {
 		return installJMXExporter(ctx, cacheDir, logf)
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
-		return fmt.Errorf("%w: Maven (mvn) is needed to download Kafka %s from Maven Central: install it (Debian: apt-get install maven)", ErrPrerequisite, KafkaVersion)
+		return fmt.Errorf("%w: Maven (mvn) is needed to download Kafka %s from Maven Central: install it (Debian: apt-get install maven)", local.ErrPrerequisite, Version)
 	}
 	if err := os.MkdirAll(dist, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dist, err)
@@ -99,19 +97,19 @@ func (Kafka) Install(ctx context.Context, cacheDir string, logf func(string, ...
 	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
 		return err
 	}
-	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", KafkaVersion, dist)
-	_ = os.RemoveAll(KafkaLibDir(cacheDir))
+	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", Version, dist)
+	_ = os.RemoveAll(LibDir(cacheDir))
 	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "-s", "settings.xml",
 		"dependency:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime")
 	cmd.Dir = dist
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("download Kafka %s with Maven: %w\n%s", KafkaVersion, err, lastLines(string(out), 20))
+		return fmt.Errorf("download Kafka %s with Maven: %w\n%s", Version, err, local.LastLines(string(out), 20))
 	}
-	if _, err := os.Stat(filepath.Join(KafkaLibDir(cacheDir), "kafka_2.13-"+KafkaVersion+".jar")); err != nil {
-		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", KafkaLibDir(cacheDir))
+	if _, err := os.Stat(filepath.Join(LibDir(cacheDir), "kafka_2.13-"+Version+".jar")); err != nil {
+		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", LibDir(cacheDir))
 	}
-	if err := os.WriteFile(done, []byte(KafkaVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(done, []byte(Version+"\n"), 0o644); err != nil {
 		return err
 	}
 	return installJMXExporter(ctx, cacheDir, logf)
@@ -126,9 +124,9 @@ func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, 
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
-		return fmt.Errorf("%w: Maven (mvn) is needed to download the Prometheus JMX exporter from Maven Central: install it (Debian: apt-get install maven)", ErrPrerequisite)
+		return fmt.Errorf("%w: Maven (mvn) is needed to download the Prometheus JMX exporter from Maven Central: install it (Debian: apt-get install maven)", local.ErrPrerequisite)
 	}
-	dist := filepath.Dir(KafkaLibDir(cacheDir))
+	dist := filepath.Dir(LibDir(cacheDir))
 	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
 		return err
 	}
@@ -137,7 +135,7 @@ func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, 
 		"-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:"+jmxExporterVersion, "-DoutputDirectory="+filepath.Dir(jar))
 	cmd.Dir = dist
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("download the Prometheus JMX exporter %s with Maven: %w\n%s", jmxExporterVersion, err, lastLines(string(out), 20))
+		return fmt.Errorf("download the Prometheus JMX exporter %s with Maven: %w\n%s", jmxExporterVersion, err, local.LastLines(string(out), 20))
 	}
 	if _, err := os.Stat(jar); err != nil {
 		return fmt.Errorf("Maven finished but %s is missing", jar)
@@ -150,27 +148,27 @@ var javaVersionRE = regexp.MustCompile(`version "(\d+)`)
 func checkJava(ctx context.Context) error {
 	java, err := exec.LookPath("java")
 	if err != nil {
-		return fmt.Errorf("%w: Java 17 or newer is needed to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)", ErrPrerequisite)
+		return fmt.Errorf("%w: Java 17 or newer is needed to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)", local.ErrPrerequisite)
 	}
 	out, err := exec.CommandContext(ctx, java, "-version").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: %s -version failed: %v", ErrPrerequisite, java, err)
+		return fmt.Errorf("%w: %s -version failed: %v", local.ErrPrerequisite, java, err)
 	}
 	m := javaVersionRE.FindSubmatch(out)
 	if m == nil {
-		return fmt.Errorf("%w: cannot read the Java version from %q", ErrPrerequisite, lastLines(string(out), 3))
+		return fmt.Errorf("%w: cannot read the Java version from %q", local.ErrPrerequisite, local.LastLines(string(out), 3))
 	}
 	if v, _ := strconv.Atoi(string(m[1])); v < 17 {
-		return fmt.Errorf("%w: Kafka %s needs Java 17 or newer, found Java %d", ErrPrerequisite, KafkaVersion, v)
+		return fmt.Errorf("%w: Kafka %s needs Java 17 or newer, found Java %d", local.ErrPrerequisite, Version, v)
 	}
 	return nil
 }
 
-// Listeners implements Securer: Kafka's four security protocols, each on
+// Listeners implements local.Securer: Kafka's four security protocols, each on
 // a listener of its own, named as the protocol in lower case. Certificates
 // are checked (ssl.client.auth) on the ssl listener when clients present
 // one; the SASL listeners take PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
-func (Kafka) Listeners() []string {
+func (Kind) Listeners() []string {
 	return []string{"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"}
 }
 
@@ -178,9 +176,9 @@ func (Kafka) Listeners() []string {
 // key in a node's ports: the first is "client", the others their own
 // names. Brokers talk to each other on the plaintext listener, or on an
 // "internal" one when clients have none.
-func kafkaListenerPorts(c *Cluster) map[string]string {
+func kafkaListenerPorts(c *local.Cluster) map[string]string {
 	keys := map[string]string{}
-	for i, l := range c.listeners() {
+	for i, l := range c.ServedListeners() {
 		keys[l] = l
 		if i == 0 {
 			keys[l] = "client"
@@ -193,12 +191,12 @@ func kafkaListenerPorts(c *Cluster) map[string]string {
 }
 
 // Layout implements Kind.
-func (Kafka) Layout(c *Cluster) []*Node {
+func (Kind) Layout(c *local.Cluster) []*local.Node {
 	single := c.Brokers == 1 && c.Controllers == 0
 	voters := min(3, c.Brokers)
-	var nodes []*Node
+	var nodes []*local.Node
 	for i := 1; i <= c.Brokers; i++ {
-		n := &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(single, false, i),
+		n := &local.Node{ID: i, Roles: []string{"broker"}, Host: local.LoopbackHost(single, false, i),
 			Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		for _, key := range kafkaListenerPorts(c) {
 			n.Ports[key] = 0
@@ -212,7 +210,7 @@ func (Kafka) Layout(c *Cluster) []*Node {
 	}
 	for j := 1; j <= c.Controllers; j++ {
 		id := 100 + j
-		nodes = append(nodes, &Node{ID: id, Roles: []string{"controller"}, Host: loopbackHost(false, true, j),
+		nodes = append(nodes, &local.Node{ID: id, Roles: []string{"controller"}, Host: local.LoopbackHost(false, true, j),
 			Ports: map[string]int{"controller": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", id))})
 	}
 	return nodes
@@ -221,7 +219,7 @@ func (Kafka) Layout(c *Cluster) []*Node {
 // Configure implements Kind: every node's server.properties and log4j2
 // config, and, for fresh nodes, storage formatted with the cluster's id
 // (all nodes at once).
-func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	var pw string
 	if sec := c.Security(); sec != nil {
 		var err error
@@ -229,7 +227,7 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			return err
 		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		// A secured node's config holds the password of its PLAIN users.
 		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(kafkaNodeConfig(c, n, pw)), 0o600); err != nil {
 			return fmt.Errorf("write node %d config: %w", n.ID, err)
@@ -241,9 +239,9 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			return err
 		}
 	}
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(c.Nodes()))
 	var wg sync.WaitGroup
-	for i, n := range c.nodes {
+	for i, n := range c.Nodes() {
 		if _, err := os.Stat(filepath.Join(n.Dir, "data", "meta.properties")); err == nil && !fresh {
 			continue
 		}
@@ -253,11 +251,11 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			args := kafkaJava(c, n, 256, "kafka.tools.StorageTool", "format", "-t", c.ID, "-c", n.ConfigFile("server.properties"))
 			if pw != "" && n.HasRole("broker") {
 				for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
-					args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, Username, pw))
+					args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, local.Username, pw))
 				}
 			}
 			if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("format Kafka storage of node %d: %w\n%s", n.ID, err, lastLines(string(out), 10))
+				errs[i] = fmt.Errorf("format Kafka storage of node %d: %w\n%s", n.ID, err, local.LastLines(string(out), 10))
 			}
 		}()
 	}
@@ -267,9 +265,9 @@ func (k Kafka) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 
 // kafkaNodeConfig is one node's server.properties; password is the
 // secured cluster's user's.
-func kafkaNodeConfig(c *Cluster, n *Node, password string) string {
+func kafkaNodeConfig(c *local.Cluster, n *local.Node, password string) string {
 	var voters, listeners, advertised []string
-	for _, v := range c.nodes {
+	for _, v := range c.Nodes() {
 		if v.HasRole("controller") {
 			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, c.AdvertisedHost(v), v.Ports["controller"]))
 		}
@@ -328,7 +326,7 @@ group.initial.rebalance.delay.ms=0
 // certificates checked when presented on the ssl listener, and the user
 // known to PLAIN (in this config) and to SCRAM (in the cluster's metadata,
 // added when the storage is formatted).
-func kafkaSecurityConfig(sec *Security, n *Node, ports map[string]string, password string) string {
+func kafkaSecurityConfig(sec *local.Security, n *local.Node, ports map[string]string, password string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ssl.keystore.type=PEM\nssl.keystore.location=%s\nssl.truststore.type=PEM\nssl.truststore.location=%s\n", sec.NodeKeyStore(n), sec.CAFile)
 	if _, ok := ports["ssl"]; ok {
@@ -339,7 +337,7 @@ func kafkaSecurityConfig(sec *Security, n *Node, ports map[string]string, passwo
 		if _, ok := ports[l]; !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "listener.name.%s.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";\n", l, Username, password)
+		fmt.Fprintf(&b, "listener.name.%s.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";\n", l, local.Username, password)
 		for _, mech := range []string{"scram-sha-256", "scram-sha-512"} {
 			fmt.Fprintf(&b, "listener.name.%s.%s.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n", l, mech)
 		}
@@ -351,22 +349,22 @@ const kafkaLog4j = "status = warn\nappender.console.type = Console\nappender.con
 
 // kafkaJava is the command line running class with the node's log config
 // and a heap of heapMB.
-func kafkaJava(c *Cluster, n *Node, heapMB int, class string, args ...string) []string {
+func kafkaJava(c *local.Cluster, n *local.Node, heapMB int, class string, args ...string) []string {
 	base := []string{"java", fmt.Sprintf("-Xms%dm", heapMB), fmt.Sprintf("-Xmx%dm", heapMB),
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + n.ConfigFile("log4j2.properties")}
-	if c.linked() {
+	if c.Linked() {
 		// The JVM resolves the nodes' names from the node's own hosts
 		// file: each peer through its own link.
 		base = append(base, "-Djdk.net.hosts.file="+c.HostsFile(n))
 	}
-	base = append(base, "-cp", filepath.Join(KafkaLibDir(c.CacheDir), "*"), class)
+	base = append(base, "-cp", filepath.Join(LibDir(c.CacheDir), "*"), class)
 	return append(base, args...)
 }
 
 // Command implements Kind: brokers get HeapMB, dedicated controllers 256 MB.
-func (Kafka) Command(c *Cluster, n *Node) []string {
+func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	heap := c.HeapMB
 	if !n.HasRole("broker") {
 		heap = 256
@@ -455,7 +453,7 @@ const kafkaJMXFilter = "-Dio.prometheus.exporter.filter.metricNameMustStartWith=
 // offsets topic (created on demand here) has every replica in sync. It
 // asks on the listener the brokers talk to each other on, which needs no
 // credentials, straight to the nodes (not through their links).
-func (Kafka) Ready(ctx context.Context, c *Cluster) error {
+func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	hosts := driver.Options{Hosts: map[string]string{}}
 	key := kafkaListenerPorts(c)["plaintext"]
 	if key == "" {
@@ -505,14 +503,6 @@ func (Kafka) Ready(ctx context.Context, c *Cluster) error {
 	return nil
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 const kafkaPOM = `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.brokerbench</groupId>
@@ -520,8 +510,8 @@ const kafkaPOM = `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + KafkaVersion + `</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>` + KafkaVersion + `</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + Version + `</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>` + Version + `</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>` + log4jVersion + `</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>` + log4jVersion + `</version></dependency>
   </dependencies>
