@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
+	"github.com/brokerbench/brokerbench/internal/brokers/nats"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -23,8 +24,8 @@ func TestServe(t *testing.T) {
 		{local.RabbitMQ{}, "amqp", nil},
 		{local.RabbitMQ{}, "stream", nil},
 		{local.RabbitMQ{}, "stream_tls", local.RabbitMQ{}.Listeners()},
-		{local.NATS{}, "plain", nil},
-		{local.NATS{}, "tls", local.NATS{}.Listeners()},
+		{nats.Kind{}, "plain", nil},
+		{nats.Kind{}, "tls", nats.Kind{}.Listeners()},
 		{local.Redis{}, "tls", local.Redis{}.Listeners()},
 	} {
 		c := &local.Cluster{Kind: tc.kind, StateDir: t.TempDir(), Port: 1, Brokers: 1}

@@ -54,13 +54,13 @@ func NewLocal(port, brokers int) *local.Cluster {
 // partitions instead of 50, for start-up time on small machines.
 type Kind struct{}
 
-// Name implements Kind.
+// Name implements local.Kind.
 func (Kind) Name() string { return "kafka" }
 
-// Product implements Kind.
+// Product implements local.Kind.
 func (Kind) Product() string { return "Apache Kafka" }
 
-// Version implements Kind.
+// Version implements local.Kind.
 func (Kind) Version() string { return Version }
 
 // jmxExporterJar is the Prometheus JMX exporter agent, under cacheDir.
@@ -190,7 +190,7 @@ func kafkaListenerPorts(c *local.Cluster) map[string]string {
 	return keys
 }
 
-// Layout implements Kind.
+// Layout implements local.Kind.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	single := c.Brokers == 1 && c.Controllers == 0
 	voters := min(3, c.Brokers)
@@ -216,7 +216,7 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 	return nodes
 }
 
-// Configure implements Kind: every node's server.properties and log4j2
+// Configure implements local.Kind: every node's server.properties and log4j2
 // config, and, for fresh nodes, storage formatted with the cluster's id
 // (all nodes at once).
 func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
@@ -363,7 +363,7 @@ func kafkaJava(c *local.Cluster, n *local.Node, heapMB int, class string, args .
 	return append(base, args...)
 }
 
-// Command implements Kind: brokers get HeapMB, dedicated controllers 256 MB.
+// Command implements local.Kind: brokers get HeapMB, dedicated controllers 256 MB.
 func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	heap := c.HeapMB
 	if !n.HasRole("broker") {
@@ -449,7 +449,7 @@ rules:
 // from /proc), then do no work at a read.
 const kafkaJMXFilter = "-Dio.prometheus.exporter.filter.metricNameMustStartWith=kafka_"
 
-// Ready implements Kind: every broker is registered, and the consumer
+// Ready implements local.Kind: every broker is registered, and the consumer
 // offsets topic (created on demand here) has every replica in sync. It
 // asks on the listener the brokers talk to each other on, which needs no
 // credentials, straight to the nodes (not through their links).

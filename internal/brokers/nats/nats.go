@@ -1,4 +1,7 @@
-// Package nats is the NATS JetStream driver, on nats.go's jetstream API.
+// Package nats is brokerbench's NATS JetStream: its driver, on nats.go's
+// jetstream API; the local clusters brokerbench starts (Kind); the reading
+// of a server's /varz (ParseVarz); and the module that registers them
+// (module.go).
 //
 // A topic is a stream of the same name whose partitions are subjects,
 // TOPIC.0 to TOPIC.N-1: a producer picks the partition by key hash, or in

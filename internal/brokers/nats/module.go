@@ -7,11 +7,10 @@ import (
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/local"
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for NATS.
-var LocalKind = &brokers.Local{Kind: "nats", Port: 4222, New: local.NewNATS, MaxNodes: 9,
+var LocalKind = &brokers.Local{Kind: "nats", Port: 4222, New: NewLocal, MaxNodes: 9,
 	NoLinks: "nats-server resolves its peers with the system resolver, which brokerbench cannot point at a node's own links"}
 
 func init() {

@@ -1,4 +1,4 @@
-package local
+package nats
 
 import (
 	"context"
@@ -14,40 +14,42 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/brokerbench/brokerbench/internal/local"
 )
 
-// NATSVersion is the NATS server release brokerbench builds and runs.
-const NATSVersion = "2.15.2"
+// Version is the NATS server release brokerbench builds and runs.
+const Version = "2.15.2"
 
-// NewNATS returns a local NATS cluster with JetStream of brokers nodes, its
+// NewLocal returns a local NATS cluster with JetStream of brokers nodes, its
 // clients on port, with default directories ("nats-PORT" under the state
 // directory).
-func NewNATS(port, brokers int) *Cluster {
-	return &Cluster{Kind: NATS{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("nats-%d", port)),
+func NewLocal(port, brokers int) *local.Cluster {
+	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("nats-%d", port)),
 		Port: port, Brokers: brokers}
 }
 
-// NATS is the Kind of NATS server clusters with JetStream: every node is a
+// Kind is the local.Kind of NATS server clusters with JetStream: every node is a
 // JetStream server; with more than one, they form a cluster over routes
 // and replicate streams (Raft).
-type NATS struct{}
+type Kind struct{}
 
-// Name implements Kind.
-func (NATS) Name() string { return "nats" }
+// Name implements local.Kind.
+func (Kind) Name() string { return "nats" }
 
-// Product implements Kind.
-func (NATS) Product() string { return "NATS Server" }
+// Product implements local.Kind.
+func (Kind) Product() string { return "NATS Server" }
 
-// Version implements Kind.
-func (NATS) Version() string { return NATSVersion }
+// Version implements local.Kind.
+func (Kind) Version() string { return Version }
 
 func natsBinary(cacheDir string) string {
-	return filepath.Join(cacheDir, "nats-server-"+NATSVersion, "nats-server")
+	return filepath.Join(cacheDir, "nats-server-"+Version, "nats-server")
 }
 
 // Install builds the pinned nats-server release from the Go module proxy
 // into cacheDir, unless already there. It needs the Go toolchain.
-func (NATS) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
 	bin := natsBinary(cacheDir)
 	if _, err := os.Stat(bin); err == nil {
 		return nil
@@ -55,28 +57,28 @@ func (NATS) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("%w: the Go toolchain is needed to build nats-server %s from the Go module proxy: install Go, or build it yourself (go install github.com/nats-io/nats-server/v2@v%s) into %s",
-			ErrPrerequisite, NATSVersion, NATSVersion, filepath.Dir(bin))
+			local.ErrPrerequisite, Version, Version, filepath.Dir(bin))
 	}
-	logf("building nats-server %s from the Go module proxy into %s (about 30 s on first use)", NATSVersion, filepath.Dir(bin))
-	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+NATSVersion)
+	logf("building nats-server %s from the Go module proxy into %s (about 30 s on first use)", Version, filepath.Dir(bin))
+	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+Version)
 	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build nats-server %s: %w\n%s", NATSVersion, err, LastLines(string(out), 20))
+		return fmt.Errorf("build nats-server %s: %w\n%s", Version, err, local.LastLines(string(out), 20))
 	}
 	return nil
 }
 
-// Listeners implements Securer: a secured cluster's client port takes
+// Listeners implements local.Securer: a secured cluster's client port takes
 // TLS with brokerbench's user and password as well as plain connections
 // without credentials (nats-server serves both on one port).
-func (NATS) Listeners() []string { return []string{"plain", "tls"} }
+func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
-// Layout implements Kind: node i on the cluster's loopback address, with a
+// Layout implements local.Kind: node i on the cluster's loopback address, with a
 // route listener when there are several.
-func (NATS) Layout(c *Cluster) []*Node {
-	var nodes []*Node
+func (Kind) Layout(c *local.Cluster) []*local.Node {
+	var nodes []*local.Node
 	for i := 1; i <= c.Brokers; i++ {
-		n := &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
+		n := &local.Node{ID: i, Roles: []string{"broker"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{"client": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		if c.Brokers > 1 {
 			n.Ports["cluster"] = 0
@@ -86,12 +88,12 @@ func (NATS) Layout(c *Cluster) []*Node {
 	return nodes
 }
 
-// Configure implements Kind: each node's server config.
-func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+// Configure implements local.Kind: each node's server config.
+func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for NATS yet: nats-server resolves peers with the system resolver, which brokerbench cannot point at a node's own links")
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node NATS cluster on loopback.\n", n.ID, c.Brokers)
 		fmt.Fprintf(&b, "server_name: n%d\nlisten: %q\nhttp: %q\n", n.ID, n.Addr("client"), n.Addr("metrics"))
@@ -105,11 +107,11 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 			_, _ = rand.Read(anonymous)
 			fmt.Fprintf(&b, "tls {\n  cert_file: %q\n  key_file: %[1]q\n  ca_file: %q\n  verify: false\n}\nallow_non_tls: true\n", sec.NodeKeyStore(n), sec.CAFile)
 			fmt.Fprintf(&b, "authorization {\n  users: [\n    {user: %q, password: %q}\n    {user: \"anonymous\", password: %q}\n  ]\n}\nno_auth_user: \"anonymous\"\n",
-				Username, pw, base64.RawURLEncoding.EncodeToString(anonymous))
+				local.Username, pw, base64.RawURLEncoding.EncodeToString(anonymous))
 		}
 		if c.Brokers > 1 {
 			var routes []string
-			for _, peer := range c.nodes {
+			for _, peer := range c.Nodes() {
 				if peer != n {
 					routes = append(routes, fmt.Sprintf("%q", "nats-route://"+peer.Addr("cluster")))
 				}
@@ -125,21 +127,21 @@ func (NATS) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 }
 
 // MetricsURL implements Metered: the server's monitoring endpoint.
-func (NATS) MetricsURL(c *Cluster, n *Node) string {
+func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 	if _, ok := n.Ports["metrics"]; !ok {
 		return "" // laid out before brokerbench read NATS's figures
 	}
 	return "http://" + n.Addr("metrics") + "/varz"
 }
 
-// Command implements Kind.
-func (NATS) Command(c *Cluster, n *Node) []string {
+// Command implements local.Kind.
+func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	return []string{natsBinary(c.CacheDir), "-c", n.ConfigFile("nats.conf")}
 }
 
-// Ready implements Kind: every node answers JetStream requests (in a
+// Ready implements local.Kind: every node answers JetStream requests (in a
 // cluster, once the meta leader is elected).
-func (NATS) Ready(ctx context.Context, c *Cluster) error {
+func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	for _, addr := range c.Bootstrap() {
 		nc, err := nats.Connect("nats://"+addr, nats.Timeout(2*time.Second))
 		if err != nil {
