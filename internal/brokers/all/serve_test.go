@@ -6,6 +6,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/brokers/nats"
+	"github.com/brokerbench/brokerbench/internal/brokers/redis"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -26,7 +27,7 @@ func TestServe(t *testing.T) {
 		{local.RabbitMQ{}, "stream_tls", local.RabbitMQ{}.Listeners()},
 		{nats.Kind{}, "plain", nil},
 		{nats.Kind{}, "tls", nats.Kind{}.Listeners()},
-		{local.Redis{}, "tls", local.Redis{}.Listeners()},
+		{redis.Kind{}, "tls", redis.Kind{}.Listeners()},
 	} {
 		c := &local.Cluster{Kind: tc.kind, StateDir: t.TempDir(), Port: 1, Brokers: 1}
 		c.Serve(tc.listener)

@@ -1,4 +1,4 @@
-package local
+package redis
 
 import (
 	"context"
@@ -12,30 +12,31 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
-// NewRedis returns a local Redis server on port, with default directories
+// NewLocal returns a local Redis server on port, with default directories
 // ("redis-PORT" under the state directory).
-func NewRedis(port, brokers int) *Cluster {
-	return &Cluster{Kind: Redis{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("redis-%d", port)),
+func NewLocal(port, brokers int) *local.Cluster {
+	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("redis-%d", port)),
 		Port: port, Brokers: brokers}
 }
 
-// Redis is the Kind of a single Redis server, from the machine's package
+// Kind is the local.Kind of a single Redis server, from the machine's package
 // (Debian's redis-server). Its append-only file is written with
 // appendfsync everysec, which, like Kafka's default, leaves the fsync to
 // the system within a second; no RDB snapshots.
-type Redis struct{}
+type Kind struct{}
 
-// Name implements Kind.
-func (Redis) Name() string { return "redis" }
+// Name implements local.Kind.
+func (Kind) Name() string { return "redis" }
 
-// Product implements Kind.
-func (Redis) Product() string { return "Redis" }
+// Product implements local.Kind.
+func (Kind) Product() string { return "Redis" }
 
-// Version implements Kind: the installed server's, read from it.
-func (Redis) Version() string {
+// Version implements local.Kind: the installed server's, read from it.
+func (Kind) Version() string {
 	bin, err := redisBinary()
 	if err != nil {
 		return "not installed"
@@ -60,39 +61,39 @@ func redisBinary() (string, error) {
 	if _, err := os.Stat(debian); err == nil {
 		return debian, nil
 	}
-	return "", fmt.Errorf("%w: redis-server is not installed: install it (Debian: apt-get install redis-server)", ErrPrerequisite)
+	return "", fmt.Errorf("%w: redis-server is not installed: install it (Debian: apt-get install redis-server)", local.ErrPrerequisite)
 }
 
 // Install installs Debian's redis-server package when it is missing and
 // brokerbench runs as root with apt-get; otherwise it says what to run.
-func (Redis) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	return AptInstall(ctx, "redis-server", redisBinary, logf)
+func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	return local.AptInstall(ctx, "redis-server", redisBinary, logf)
 }
 
-// Listeners implements Securer: plain connections, and TLS on a port of
+// Listeners implements local.Securer: plain connections, and TLS on a port of
 // its own.
-func (Redis) Listeners() []string { return []string{"plain", "tls"} }
+func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
-// Layout implements Kind: one server, with a port per listener. Redis
-// replicas and Redis Cluster are not run locally yet.
-func (Redis) Layout(c *Cluster) []*Node {
-	n := &Node{ID: 1, Roles: []string{"broker"}, Host: LoopbackHost(true, false, 1),
+// Layout implements local.Kind: one server, with a port per listener. Redis
+// replicas and Redis local.Cluster are not run locally yet.
+func (Kind) Layout(c *local.Cluster) []*local.Node {
+	n := &local.Node{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),
 		Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-1")}
 	for _, l := range c.ServedListeners() {
 		n.Ports[c.ListenerKey(l)] = 0
 	}
-	return []*Node{n}
+	return []*local.Node{n}
 }
 
-// Configure implements Kind.
-func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+// Configure implements local.Kind.
+func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	if c.Brokers != 1 {
 		return errors.New("brokerbench runs a single local Redis server (--brokers 1); replicas and Redis Cluster are not supported yet")
 	}
 	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for Redis yet")
 	}
-	n := c.nodes[0]
+	n := c.Nodes()[0]
 	// set-proc-title no keeps the command line, with the config's path in
 	// the node's directory, by which brokerbench knows its process.
 	var b strings.Builder
@@ -110,7 +111,7 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 		}
 		// The default user stays open to plain clients; brokerbench's
 		// user needs its password.
-		fmt.Fprintf(&b, "user %s on >%s ~* &* +@all\n", Username, pw)
+		fmt.Fprintf(&b, "user %s on >%s ~* &* +@all\n", local.Username, pw)
 		if c.Serving("tls") {
 			fmt.Fprintf(&b, "tls-port %d\ntls-cert-file %s\ntls-key-file %[2]s\ntls-ca-cert-file %s\ntls-auth-clients optional\n",
 				n.Ports[c.ListenerKey("tls")], sec.NodeKeyStore(n), sec.CAFile)
@@ -125,15 +126,15 @@ func (Redis) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 
 // MetricsURL implements Metered: the server itself, read with INFO on
 // its plain listener.
-func (Redis) MetricsURL(c *Cluster, n *Node) string {
+func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 	if !c.Serving("plain") {
 		return ""
 	}
 	return "redis://" + n.Addr(c.ListenerKey("plain"))
 }
 
-// Command implements Kind.
-func (Redis) Command(c *Cluster, n *Node) []string {
+// Command implements local.Kind.
+func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	bin, err := redisBinary()
 	if err != nil {
 		bin = "redis-server"
@@ -141,12 +142,12 @@ func (Redis) Command(c *Cluster, n *Node) []string {
 	return []string{bin, n.ConfigFile("redis.conf")}
 }
 
-// Ready implements Kind: the server answers PING, over TLS when that is
+// Ready implements local.Kind: the server answers PING, over TLS when that is
 // its only listener.
-func (Redis) Ready(ctx context.Context, c *Cluster) error {
-	opts := &goredis.Options{Addr: c.nodes[0].Addr(c.ListenerKey("plain")), MaxRetries: -1}
+func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
+	opts := &goredis.Options{Addr: c.Nodes()[0].Addr(c.ListenerKey("plain")), MaxRetries: -1}
 	if !c.Serving("plain") {
-		opts.Addr = c.nodes[0].Addr("client")
+		opts.Addr = c.Nodes()[0].Addr("client")
 		pool, err := pki.ReadPool(c.Security().CAFile)
 		if err != nil {
 			return err

@@ -1,4 +1,6 @@
-// Package redis is the Redis Streams driver, on go-redis.
+// Package redis is brokerbench's Redis Streams: its driver, on go-redis;
+// the local server brokerbench starts (Kind); the reading of a server's
+// INFO (ParseInfo); and the module that registers them (module.go).
 //
 // A topic of N partitions is N streams, TOPIC:0 to TOPIC:N-1 (each a lane
 // of order), and a key TOPIC:meta that records it. A producer picks the

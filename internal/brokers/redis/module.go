@@ -5,12 +5,11 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/local"
 )
 
 // LocalKind is the kind of local server brokerbench starts for Redis:
 // one node, as brokerbench runs no Redis Cluster.
-var LocalKind = &brokers.Local{Kind: "redis", Port: 6379, New: local.NewRedis, MaxNodes: 1,
+var LocalKind = &brokers.Local{Kind: "redis", Port: 6379, New: NewLocal, MaxNodes: 1,
 	NoLinks: "brokerbench does not carry a local Redis server's connections through the link proxy yet"}
 
 func init() {
