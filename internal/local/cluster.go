@@ -42,7 +42,7 @@ type Kind interface {
 	// fresh is true when the nodes' directories are new.
 	Configure(ctx context.Context, c *Cluster, fresh bool) error
 	// Command is the node's process command line; it must contain the
-	// node's directory (Node.marker).
+	// node's directory (Node.Marker).
 	Command(c *Cluster, n *Node) []string
 	// Ready returns nil once the cluster serves clients with every node
 	// in place.

@@ -42,7 +42,7 @@ func (fakeKind) Layout(c *Cluster) []*Node {
 // Command is a shell loop whose command line carries the node's
 // directory, as a broker's does.
 func (fakeKind) Command(_ *Cluster, n *Node) []string {
-	return []string{"sh", "-c", "while :; do sleep 0.1; done", n.marker()}
+	return []string{"sh", "-c", "while :; do sleep 0.1; done", n.Marker()}
 }
 
 func (k fakeKind) Ready(ctx context.Context, _ *Cluster) error {
@@ -318,7 +318,7 @@ func TestExitReason(t *testing.T) {
 		{"trap 'exit 143' TERM; while :; do sleep 0.1; done", syscall.SIGTERM, "exited with status 143, as it does when sent signal 15 (terminated) from outside"},
 	} {
 		n := &Node{ID: 1, Dir: dir}
-		pid, err := n.start([]string{"sh", "-c", tc.script, n.marker()}, nil)
+		pid, err := n.start([]string{"sh", "-c", tc.script, n.Marker()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,8 @@ package all
 import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nats"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"
 	_ "github.com/brokerbench/brokerbench/internal/driver/memory"
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream"
 )

@@ -6,6 +6,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/brokers/nats"
+	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/brokers/redis"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
@@ -22,9 +23,9 @@ func TestServe(t *testing.T) {
 		{kafka.Kind{}, "plaintext", nil},
 		{kafka.Kind{}, "", nil},
 		{kafka.Kind{}, "sasl_ssl", kafka.Kind{}.Listeners()},
-		{local.RabbitMQ{}, "amqp", nil},
-		{local.RabbitMQ{}, "stream", nil},
-		{local.RabbitMQ{}, "stream_tls", local.RabbitMQ{}.Listeners()},
+		{rabbitmq.Kind{}, "amqp", nil},
+		{rabbitmq.Kind{}, "stream", nil},
+		{rabbitmq.Kind{}, "stream_tls", rabbitmq.Kind{}.Listeners()},
 		{nats.Kind{}, "plain", nil},
 		{nats.Kind{}, "tls", nats.Kind{}.Listeners()},
 		{redis.Kind{}, "tls", redis.Kind{}.Listeners()},

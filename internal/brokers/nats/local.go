@@ -126,7 +126,7 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	return nil
 }
 
-// MetricsURL implements Metered: the server's monitoring endpoint.
+// MetricsURL implements local.Metered: the server's monitoring endpoint.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 	if _, ok := n.Ports["metrics"]; !ok {
 		return "" // laid out before brokerbench read NATS's figures

@@ -124,7 +124,7 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	return os.WriteFile(n.ConfigFile("redis.conf"), []byte(b.String()), 0o600)
 }
 
-// MetricsURL implements Metered: the server itself, read with INFO on
+// MetricsURL implements local.Metered: the server itself, read with INFO on
 // its plain listener.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 	if !c.Serving("plain") {

@@ -1,9 +1,9 @@
-package rabbitmqstream
+package stream
 
 import (
 	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
 )
 
 func init() {

@@ -1,4 +1,7 @@
-// Package rabbitmq is the RabbitMQ AMQP 0-9-1 driver, on amqp091-go.
+// Package rabbitmq is brokerbench's RabbitMQ: its AMQP 0-9-1 driver, on
+// amqp091-go; the local clusters brokerbench starts (Kind), which serve
+// the Streams driver of package rabbitmq/stream too; and the module that
+// registers them (module.go).
 //
 // A topic is a durable direct exchange of the same name. A subscription
 // is one queue per partition, SUBSCRIPTION.0 to SUBSCRIPTION.N-1, bound

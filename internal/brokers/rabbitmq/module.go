@@ -3,12 +3,11 @@ package rabbitmq
 import (
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/local"
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for RabbitMQ,
 // shared by its AMQP 0-9-1 and its Streams drivers.
-var LocalKind = &brokers.Local{Kind: "rabbitmq", Port: 5672, New: local.NewRabbitMQ, MaxNodes: 9,
+var LocalKind = &brokers.Local{Kind: "rabbitmq", Port: 5672, New: NewLocal, MaxNodes: 9,
 	NoLinks: "brokerbench does not carry a local RabbitMQ cluster's connections through the link proxy yet"}
 
 // Metrics are a RabbitMQ node's: its Prometheus plugin's endpoint.

@@ -1,4 +1,4 @@
-package rabbitmqstream
+package stream
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
-	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
+	rstream "github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 )
@@ -32,13 +32,13 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err != nil {
 		return nil, err
 	}
-	offset := stream.OffsetSpecification{}.First()
+	offset := rstream.OffsetSpecification{}.First()
 	if spec.Start == driver.StartNew {
-		offset = stream.OffsetSpecification{}.Next()
+		offset = rstream.OffsetSpecification{}.Next()
 	}
 	for lane, name := range names {
-		handler := func(_ stream.ConsumerContext, m *amqp.Message) { c.deliver(m, int32(lane)) }
-		opts := stream.NewConsumerOptions().SetOffset(offset).SetCRCCheck(d.cfg.crcCheck).
+		handler := func(_ rstream.ConsumerContext, m *amqp.Message) { c.deliver(m, int32(lane)) }
+		opts := rstream.NewConsumerOptions().SetOffset(offset).SetCRCCheck(d.cfg.crcCheck).
 			SetInitialCredits(int16(min(d.cfg.initialCredits, 1000))).SetClientProvidedName("brokerbench consumer")
 		sc, err := env.NewConsumer(name, handler, opts)
 		if err != nil {
@@ -52,7 +52,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 
 // consumer reads a subscription's streams, or stands by.
 type consumer struct {
-	streams []*stream.Consumer
+	streams []*rstream.Consumer
 	consume driver.ConsumeFunc
 	// PauseGate implements driver.Pauser: a paused handler holds the
 	// client's delivery, and the broker stops at the credits granted.

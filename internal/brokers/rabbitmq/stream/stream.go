@@ -1,5 +1,6 @@
-// Package rabbitmqstream is the RabbitMQ Streams driver, on the stream
-// protocol (rabbitmq-stream-go-client).
+// Package stream is brokerbench's RabbitMQ Streams driver, on the stream
+// protocol (rabbitmq-stream-go-client), and the module that registers it
+// (module.go) with the local clusters of package rabbitmq.
 //
 // A topic of one partition is a stream of the same name; a topic of N
 // partitions is N streams, TOPIC-0 to TOPIC-(N-1), the names RabbitMQ
@@ -19,7 +20,7 @@
 // subscription in one brokerbench process share it, the first one
 // reading and the others standing by, as RabbitMQ 3.11's single active
 // consumer would.
-package rabbitmqstream
+package stream
 
 import (
 	"context"
@@ -37,7 +38,7 @@ import (
 
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/message"
-	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
+	rstream "github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -74,9 +75,9 @@ var settings = map[string]map[string]string{
 	"consumer": {"initialCredits": "10", "crcCheck": "false"},
 }
 
-var compressions = map[string]stream.Compression{
-	"none": stream.Compression{}.None(), "gzip": stream.Compression{}.Gzip(), "snappy": stream.Compression{}.Snappy(),
-	"lz4": stream.Compression{}.Lz4(), "zstd": stream.Compression{}.Zstd(),
+var compressions = map[string]rstream.Compression{
+	"none": rstream.Compression{}.None(), "gzip": rstream.Compression{}.Gzip(), "snappy": rstream.Compression{}.Snappy(),
+	"lz4": rstream.Compression{}.Lz4(), "zstd": rstream.Compression{}.Zstd(),
 }
 
 type config struct {
@@ -85,7 +86,7 @@ type config struct {
 	maxLength, maxSegment int64
 	batchSize, batchDelay int
 	subEntrySize          int
-	compression           *stream.Compression // nil: none
+	compression           *rstream.Compression // nil: none
 	confirmTimeout        time.Duration
 	initialCredits        int
 	crcCheck              bool
@@ -172,7 +173,7 @@ type Driver struct {
 	cfg *config
 
 	mu   sync.Mutex
-	env  *stream.Environment
+	env  *rstream.Environment
 	subs map[string]bool // subscriptions read by a consumer of this driver
 }
 
@@ -190,7 +191,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 
 // environment connects on first use, and again after the connection
 // was closed.
-func (d *Driver) environment() (*stream.Environment, error) {
+func (d *Driver) environment() (*rstream.Environment, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.env != nil && !d.env.IsClosed() {
@@ -201,12 +202,12 @@ func (d *Driver) environment() (*stream.Environment, error) {
 			return nil, err
 		}
 	}
-	opts := stream.NewEnvironmentOptions().SetUris(d.cfg.uris).SetRPCTimeout(10 * time.Second).
+	opts := rstream.NewEnvironmentOptions().SetUris(d.cfg.uris).SetRPCTimeout(10 * time.Second).
 		SetMaxProducersPerClient(1).SetMaxConsumersPerClient(1)
 	if d.cfg.tls != nil {
 		opts = opts.IsTLS(true).SetTLSConfig(d.cfg.tls)
 	}
-	env, err := stream.NewEnvironment(opts)
+	env, err := rstream.NewEnvironment(opts)
 	if err != nil {
 		hosts := make([]string, len(d.cfg.uris))
 		for i, u := range d.cfg.uris {
@@ -214,7 +215,7 @@ func (d *Driver) environment() (*stream.Environment, error) {
 		}
 		err = fmt.Errorf("RabbitMQ streams at %s: %w", strings.Join(hosts, ","), err)
 		switch {
-		case errors.Is(err, stream.AuthenticationFailure), errors.Is(err, stream.AuthenticationFailureLoopbackError):
+		case errors.Is(err, rstream.AuthenticationFailure), errors.Is(err, rstream.AuthenticationFailureLoopbackError):
 			return nil, driver.Refused(fmt.Errorf("%w: check the user and password in uris", err))
 		case driver.TLSAdvice(err) != "":
 			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, rabbitmq-stream+tls://)", err, driver.TLSAdvice(err)))
@@ -273,12 +274,12 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if err != nil {
 		return err
 	}
-	opts := &stream.StreamOptions{}
+	opts := &rstream.StreamOptions{}
 	if d.cfg.maxLength > 0 {
-		opts.MaxLengthBytes = stream.ByteCapacity{}.B(d.cfg.maxLength)
+		opts.MaxLengthBytes = rstream.ByteCapacity{}.B(d.cfg.maxLength)
 	}
 	if d.cfg.maxSegment > 0 {
-		opts.MaxSegmentSizeBytes = stream.ByteCapacity{}.B(d.cfg.maxSegment)
+		opts.MaxSegmentSizeBytes = rstream.ByteCapacity{}.B(d.cfg.maxSegment)
 	}
 	for _, name := range streams(spec.Name, spec.Partitions) {
 		if err := env.DeclareStream(name, opts); err != nil {
@@ -296,7 +297,7 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 // the replication factor asked for: the stream protocol cannot choose
 // them (RabbitMQ puts one on every node), so a run that would record a
 // factor it did not get fails instead.
-func (d *Driver) checkReplicas(env *stream.Environment, name string, want int) error {
+func (d *Driver) checkReplicas(env *rstream.Environment, name string, want int) error {
 	md, err := env.StreamMetaData(name)
 	if err != nil {
 		return fmt.Errorf("stream %q: read its replicas: %w", name, err)
@@ -374,7 +375,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	env, _ := d.environment()
 	p := &producer{ack: ack, pending: map[message.StreamMessage]*driver.Message{}}
 	for _, name := range names {
-		opts := stream.NewProducerOptions().SetBatchSize(d.cfg.batchSize).SetBatchPublishingDelay(d.cfg.batchDelay).
+		opts := rstream.NewProducerOptions().SetBatchSize(d.cfg.batchSize).SetBatchPublishingDelay(d.cfg.batchDelay).
 			SetSubEntrySize(d.cfg.subEntrySize).SetConfirmationTimeOut(d.cfg.confirmTimeout).
 			SetQueueSize(min(max(spec.MaxInFlight, d.cfg.batchSize, 100), 1_000_000)).SetClientProvidedName("brokerbench producer")
 		if d.cfg.compression != nil {
@@ -394,7 +395,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 
 // producer sends to a topic's streams.
 type producer struct {
-	streams []*stream.Producer
+	streams []*rstream.Producer
 	spread  driver.Spreader
 	ack     driver.AckFunc
 
@@ -440,12 +441,12 @@ func (p *producer) settle(msg message.StreamMessage, err error) {
 
 // confirmLoop settles messages as their confirms (or failures) arrive,
 // until the stream producer closes.
-func (p *producer) confirmLoop(confirms stream.ChannelPublishConfirm) {
+func (p *producer) confirmLoop(confirms rstream.ChannelPublishConfirm) {
 	defer p.loops.Done()
 	for batch := range confirms {
 		for _, st := range batch {
 			// With sub-entries, one status stands for several messages.
-			for _, s := range append([]*stream.ConfirmationStatus{st}, st.LinkedMessages()...) {
+			for _, s := range append([]*rstream.ConfirmationStatus{st}, st.LinkedMessages()...) {
 				var err error
 				if !s.IsConfirmed() {
 					err = errKind{"NOT_CONFIRMED", fmt.Errorf("not confirmed: %v", s.GetError())}

@@ -1,4 +1,4 @@
-package rabbitmqstream
+package stream
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package local
+package rabbitmq
 
 import (
 	"context"
@@ -18,37 +18,38 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
-// NewRabbitMQ returns a local RabbitMQ node on port (AMQP), with default
+// NewLocal returns a local RabbitMQ node on port (AMQP), with default
 // directories ("rabbitmq-PORT" under the state directory).
-func NewRabbitMQ(port, brokers int) *Cluster {
-	return &Cluster{Kind: RabbitMQ{}, CacheDir: DefaultCacheDir(), StateDir: filepath.Join(DefaultStateDir(), fmt.Sprintf("rabbitmq-%d", port)),
+func NewLocal(port, brokers int) *local.Cluster {
+	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("rabbitmq-%d", port)),
 		Port: port, Brokers: brokers}
 }
 
-// RabbitMQ is the Kind of RabbitMQ clusters from the machine's package
+// Kind is the local.Kind of RabbitMQ clusters from the machine's package
 // (Debian's rabbitmq-server), with the stream plugin: AMQP 0-9-1 on the
 // client port, the stream protocol on its own port. Each node's Erlang VM
 // runs in the foreground as the node's process; the nodes of a cluster
 // find each other through classic peer discovery, one after another. The
 // epmd daemon the first node starts listens on the nodes' addresses, on a
 // port of the cluster's own, and is stopped with the cluster
-// (Node.stopForked).
-type RabbitMQ struct{}
+// (local.Node.stopForked).
+type Kind struct{}
 
 // rabbitmqHome is where Debian's package puts the server.
 const rabbitmqHome = "/usr/lib/rabbitmq"
 
-// Name implements Kind.
-func (RabbitMQ) Name() string { return "rabbitmq" }
+// Name implements local.Kind.
+func (Kind) Name() string { return "rabbitmq" }
 
-// Product implements Kind.
-func (RabbitMQ) Product() string { return "RabbitMQ" }
+// Product implements local.Kind.
+func (Kind) Product() string { return "RabbitMQ" }
 
-// Version implements Kind: the installed release's, from its directory.
-func (RabbitMQ) Version() string {
+// Version implements local.Kind: the installed release's, from its directory.
+func (Kind) Version() string {
 	dirs, _ := filepath.Glob(filepath.Join(rabbitmqHome, "lib", "rabbitmq_server-*"))
 	if len(dirs) == 0 {
 		return "not installed"
@@ -59,31 +60,31 @@ func (RabbitMQ) Version() string {
 func rabbitmqServer() (string, error) {
 	bin := filepath.Join(rabbitmqHome, "bin", "rabbitmq-server")
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%w: RabbitMQ is not installed (no %s): install it (Debian: apt-get install rabbitmq-server; the package starts no service here)", ErrPrerequisite, bin)
+		return "", fmt.Errorf("%w: RabbitMQ is not installed (no %s): install it (Debian: apt-get install rabbitmq-server; the package starts no service here)", local.ErrPrerequisite, bin)
 	}
 	return bin, nil
 }
 
 // Install installs Debian's rabbitmq-server package when it is missing and
 // brokerbench runs as root with apt-get; otherwise it says what to run.
-func (RabbitMQ) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	return AptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
+func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	return local.AptInstall(ctx, "rabbitmq-server", rabbitmqServer, logf)
 }
 
-// Listeners implements Securer: AMQP, and AMQP over TLS on a port of its
+// Listeners implements local.Securer: AMQP, and AMQP over TLS on a port of its
 // own (which also takes the EXTERNAL mechanism: a client certificate
 // whose common name is a user); with amqps, the stream protocol over TLS
 // is served too ("stream_tls").
-func (RabbitMQ) Listeners() []string { return []string{"amqp", "amqps"} }
+func (Kind) Listeners() []string { return []string{"amqp", "amqps"} }
 
-// Layout implements Kind: node i on the cluster's loopback address, with
+// Layout implements local.Kind: node i on the cluster's loopback address, with
 // listeners for AMQP ("client"), streams, Erlang distribution and the
 // Prometheus plugin's metrics; the first node also has the port of the
 // cluster's epmd.
-func (RabbitMQ) Layout(c *Cluster) []*Node {
-	var nodes []*Node
+func (Kind) Layout(c *local.Cluster) []*local.Node {
+	var nodes []*local.Node
 	for i := 1; i <= c.Brokers; i++ {
-		n := &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
+		n := &local.Node{ID: i, Roles: []string{"broker"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{"stream": 0, "dist": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		for _, l := range c.ServedListeners() {
 			n.Ports[c.ListenerKey(l)] = 0
@@ -99,14 +100,14 @@ func (RabbitMQ) Layout(c *Cluster) []*Node {
 	return nodes
 }
 
-// Configure implements Kind: each node's rabbitmq.conf (with the other
+// Configure implements local.Kind: each node's rabbitmq.conf (with the other
 // nodes as its peers, in a cluster), its plugins, and the cluster's
 // Erlang cookie in its home directory.
-func (k RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
+func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	if c.Linked() {
 		return errors.New("links (--links, link faults, a setup's network) are not supported for RabbitMQ yet")
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		if err := k.configureNode(c, n); err != nil {
 			return fmt.Errorf("configure node %d: %w", n.ID, err)
 		}
@@ -114,7 +115,7 @@ func (k RabbitMQ) Configure(ctx context.Context, c *Cluster, fresh bool) error {
 	return nil
 }
 
-func (k RabbitMQ) configureNode(c *Cluster, n *Node) error {
+func (k Kind) configureNode(c *local.Cluster, n *local.Node) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by brokerbench: node %d of %d.
 %s
@@ -135,12 +136,12 @@ log.console = false
 # A run's backlog may be large: queue memory up to 40%% of RAM (the
 # default), and no disk alarm below 1 GB free.
 disk_free_limit.absolute = 1GB
-`, n.ID, len(c.nodes), amqpListener(c, n), n.Addr("stream"), n.Host, n.Ports["stream"], n.Host, n.Ports["metrics"])
-	if len(c.nodes) > 1 {
-		// The nodes start in order (StartInOrder): each joins those
+`, n.ID, len(c.Nodes()), amqpListener(c, n), n.Addr("stream"), n.Host, n.Ports["stream"], n.Host, n.Ports["metrics"])
+	if len(c.Nodes()) > 1 {
+		// The nodes start in order (local.StartInOrder): each joins those
 		// already running.
 		b.WriteString("cluster_formation.peer_discovery_backend = classic_config\n")
-		for i, peer := range c.nodes {
+		for i, peer := range c.Nodes() {
 			fmt.Fprintf(&b, "cluster_formation.classic_config.nodes.%d = %s\n", i+1, k.nodeName(c, peer))
 		}
 	}
@@ -167,7 +168,7 @@ disk_free_limit.absolute = 1GB
 // secure adds a secured node's TLS listener and users to its config: the
 // definitions it loads at boot hold guest (as without security) and
 // brokerbench's user, with its password hashed as RabbitMQ hashes them.
-func (RabbitMQ) secure(c *Cluster, n *Node, sec *Security, b *strings.Builder) error {
+func (Kind) secure(c *local.Cluster, n *local.Node, sec *local.Security, b *strings.Builder) error {
 	pw, err := sec.Password()
 	if err != nil {
 		return err
@@ -203,7 +204,7 @@ stream.advertised_tls_port = %d
 		"vhosts":      []map[string]string{{"name": "/"}},
 		"permissions": []permission{},
 	}
-	for name, password := range map[string]string{"guest": "guest", Username: pw} {
+	for name, password := range map[string]string{"guest": "guest", local.Username: pw} {
 		defs["users"] = append(defs["users"].([]user), user{name, rabbitHash(password), "rabbit_password_hashing_sha256", []string{"administrator"}})
 		defs["permissions"] = append(defs["permissions"].([]permission), permission{name, "/", ".*", ".*", ".*"})
 	}
@@ -224,7 +225,7 @@ func rabbitHash(password string) string {
 }
 
 // amqpListener is the config line of a node's plain AMQP listener.
-func amqpListener(c *Cluster, n *Node) string {
+func amqpListener(c *local.Cluster, n *local.Node) string {
 	if !c.Serving("amqp") {
 		return "listeners.tcp = none"
 	}
@@ -233,28 +234,28 @@ func amqpListener(c *Cluster, n *Node) string {
 
 // nodeName is the node's Erlang name: a long name with the node's own
 // address, which needs no resolver, unique per cluster port.
-func (RabbitMQ) nodeName(c *Cluster, n *Node) string {
+func (Kind) nodeName(c *local.Cluster, n *local.Node) string {
 	return fmt.Sprintf("bb%d-%d@%s", c.Port, n.ID, n.Host)
 }
 
-// Command implements Kind: the package's start script, which execs the
+// Command implements local.Kind: the package's start script, which execs the
 // Erlang VM (RABBITMQ_ALLOW_INPUT, see Environ) so that the node's PID
 // stays the VM's. Arguments after the script's own go to the VM: no
 // shell, and the node's directory as a marker.
-func (k RabbitMQ) Command(c *Cluster, n *Node) []string {
+func (k Kind) Command(c *local.Cluster, n *local.Node) []string {
 	bin, err := rabbitmqServer()
 	if err != nil {
 		bin = "rabbitmq-server"
 	}
-	return []string{bin, "-noinput", "-brokerbench_node", n.marker()}
+	return []string{bin, "-noinput", "-brokerbench_node", n.Marker()}
 }
 
-// Environ implements Environer: RabbitMQ takes its paths, node name and
+// Environ implements local.Environer: RabbitMQ takes its paths, node name and
 // ports from the environment.
-func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
+func (k Kind) Environ(c *local.Cluster, n *local.Node) []string {
 	host := net.ParseIP(n.Host).To4()
 	var hosts []string
-	for _, peer := range c.nodes {
+	for _, peer := range c.Nodes() {
 		hosts = append(hosts, peer.Host)
 	}
 	return []string{
@@ -272,7 +273,7 @@ func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
 		// One epmd for the cluster, started by whichever node starts
 		// first, on every node's address: a node finds a peer's
 		// distribution port by asking at the peer's address.
-		fmt.Sprintf("ERL_EPMD_PORT=%d", c.nodes[0].Ports["epmd"]),
+		fmt.Sprintf("ERL_EPMD_PORT=%d", c.Nodes()[0].Ports["epmd"]),
 		"ERL_EPMD_ADDRESS=" + strings.Join(hosts, ","),
 		// Erlang distribution listens on the node's address only.
 		fmt.Sprintf("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {%d,%d,%d,%d}", host[0], host[1], host[2], host[3]),
@@ -280,18 +281,18 @@ func (k RabbitMQ) Environ(c *Cluster, n *Node) []string {
 	}
 }
 
-// Ready implements Kind: every node serves, and, in a cluster, every
+// Ready implements local.Kind: every node serves, and, in a cluster, every
 // node is a member: a probe stream gets a copy on each.
-func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
-	for _, n := range c.nodes {
+func (k Kind) Ready(ctx context.Context, c *local.Cluster) error {
+	for _, n := range c.Nodes() {
 		if err := k.NodeReady(ctx, c, n); err != nil {
 			return err
 		}
 	}
-	if len(c.nodes) == 1 {
+	if len(c.Nodes()) == 1 {
 		return nil
 	}
-	n := c.nodes[0]
+	n := c.Nodes()[0]
 	env, err := stream.NewEnvironment(stream.NewEnvironmentOptions().SetUri(fmt.Sprintf("rabbitmq-stream://guest:guest@%s/%%2f", n.Addr("stream"))))
 	if err != nil {
 		return fmt.Errorf("node %d streams: %w", n.ID, err)
@@ -306,16 +307,16 @@ func (k RabbitMQ) Ready(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return fmt.Errorf("probe stream: %w", err)
 	}
-	if copies := 1 + len(md.Replicas); copies != len(c.nodes) {
-		return fmt.Errorf("the nodes did not form one cluster: a new stream has %d copies, not %d (see the nodes' logs)", copies, len(c.nodes))
+	if copies := 1 + len(md.Replicas); copies != len(c.Nodes()) {
+		return fmt.Errorf("the nodes did not form one cluster: a new stream has %d copies, not %d (see the nodes' logs)", copies, len(c.Nodes()))
 	}
 	return nil
 }
 
-// NodeReady implements StartInOrder: the node takes AMQP connections
+// NodeReady implements local.StartInOrder: the node takes AMQP connections
 // (with the default user) and its stream listener accepts. A node opens
 // its listeners only after it joined its peers.
-func (RabbitMQ) NodeReady(ctx context.Context, c *Cluster, n *Node) error {
+func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) error {
 	uri, cfg := "amqp://guest:guest@"+n.Addr(c.ListenerKey("amqp"))+"/", amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
 	if !c.Serving("amqp") {
 		pool, err := pki.ReadPool(c.Security().CAFile)
