@@ -109,16 +109,33 @@ func CheckLocal(name string, nodes int, why string, links bool) error {
 	if !ok {
 		return UnknownDriver(&workload.DriverConfig{Name: name})
 	}
-	l := m.Local
-	switch {
-	case l == nil:
+	if m.Local == nil {
 		return &UnsupportedError{Broker: name, Capability: CapLocal, Msg: m.NoLocal}
+	}
+	return m.Local.check(name, nodes, why, links)
+}
+
+// CheckKind is CheckLocal for a kind of local cluster named on the
+// command line ('local up KIND'). An unknown kind is left to NewLocal.
+func CheckKind(kind string, nodes int, why string, links bool) error {
+	mu.RLock()
+	l, ok := kinds[kind]
+	mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return l.check(kind, nodes, why, links)
+}
+
+// check is CheckLocal's for the kind l of the broker called name.
+func (l *Local) check(name string, nodes int, why string, links bool) error {
+	switch {
 	case nodes > l.MaxNodes:
 		return &UnsupportedError{Broker: name, Capability: CapLocalNodes,
-			Msg: fmt.Sprintf("%s asks for %d nodes; a local %s cluster has at most %d: run against a larger cluster with --broker", why, nodes, l.Kind, l.MaxNodes)}
+			Msg: fmt.Sprintf("%s asks for %d nodes, and a local %s cluster has at most %d: give fewer, or run against a cluster of your own with --broker", why, nodes, l.Kind, l.MaxNodes)}
 	case links && l.NoLinks != "":
 		return &UnsupportedError{Broker: name, Capability: CapLinks,
-			Msg: fmt.Sprintf("the runs' network or link faults need the local cluster's links through the link proxy, and %s", l.NoLinks)}
+			Msg: fmt.Sprintf("links through the link proxy (--links, link faults, a setup's network) were asked for, and %s", l.NoLinks)}
 	}
 	return nil
 }

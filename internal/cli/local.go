@@ -121,6 +121,9 @@ func (f *localFlags) cluster(io IO) (*local.Cluster, error) {
 	}
 	c.Controllers = f.controllers
 	c.Links = f.links
+	if err := brokers.CheckKind(f.kind, f.brokers, fmt.Sprintf("--%s %d", f.brokersFlag, f.brokers), f.links); err != nil {
+		return nil, usageError{err}
+	}
 	for _, l := range f.security {
 		c.Listeners = append(c.Listeners, strings.ReplaceAll(strings.ToLower(strings.TrimSpace(l)), "-", "_"))
 	}

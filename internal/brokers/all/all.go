@@ -5,9 +5,9 @@ package all
 
 import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/memory"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nats"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"
-	_ "github.com/brokerbench/brokerbench/internal/driver/memory"
 )

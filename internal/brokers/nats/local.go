@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,11 +87,9 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 	return nodes
 }
 
-// Configure implements local.Kind: each node's server config.
+// Configure implements local.Kind: each node's server config. Its module
+// declares that the nodes cannot have links (NoLinks).
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
-	if c.Linked() {
-		return errors.New("links (--links, link faults, a setup's network) are not supported for NATS yet: nats-server resolves peers with the system resolver, which brokerbench cannot point at a node's own links")
-	}
 	for _, n := range c.Nodes() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node NATS cluster on loopback.\n", n.ID, c.Brokers)

@@ -104,9 +104,6 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 // nodes as its peers, in a cluster), its plugins, and the cluster's
 // Erlang cookie in its home directory.
 func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
-	if c.Linked() {
-		return errors.New("links (--links, link faults, a setup's network) are not supported for RabbitMQ yet")
-	}
 	for _, n := range c.Nodes() {
 		if err := k.configureNode(c, n); err != nil {
 			return fmt.Errorf("configure node %d: %w", n.ID, err)

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,14 +84,10 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 	return []*local.Node{n}
 }
 
-// Configure implements local.Kind.
+// Configure implements local.Kind: the one server's config (its module
+// declares one node and no links, so package brokers refuses more before
+// a cluster starts).
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
-	if c.Brokers != 1 {
-		return errors.New("brokerbench runs a single local Redis server (--brokers 1); replicas and Redis Cluster are not supported yet")
-	}
-	if c.Linked() {
-		return errors.New("links (--links, link faults, a setup's network) are not supported for Redis yet")
-	}
 	n := c.Nodes()[0]
 	// set-proc-title no keeps the command line, with the config's path in
 	// the node's directory, by which brokerbench knows its process.

@@ -3,9 +3,10 @@
 // else. Topics are partitioned logs; each subscription is a group whose
 // members share the partitions; acknowledgements arrive asynchronously.
 // It lets runner tests run without a broker, and the conformance suite
-// (drivertest) checks it like any driver.
+// (brokertest) checks it like any driver.
 //
-// It is registered as the driver "memory" (see register.go): runs on it
+// Its module registers it as the driver "memory" (see register.go), with
+// no local cluster and no metrics, as it lives in the process: runs on it
 // measure brokerbench itself, and the costs a config gives the broker,
 // never a broker worth comparing.
 //
