@@ -705,7 +705,7 @@ func (t *target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
 	var endpoints []brokermetrics.Target
 	for i, u := range t.metricsURLs {
-		endpoints = append(endpoints, brokermetrics.Target{Node: i + 1, URL: u})
+		endpoints = append(endpoints, brokermetrics.Target{Node: i + 1, URL: u, Read: brokers.MetricsReader(u)})
 	}
 	if t.cluster != nil {
 		st := t.cluster.Status()
@@ -714,7 +714,7 @@ func (t *target) systemSampler() func() *results.System {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
 			if n.MetricsURL != "" && len(t.metricsURLs) == 0 {
-				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL})
+				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL, Read: brokers.MetricsReader(n.MetricsURL)})
 			}
 		}
 		if p := st.LinkProxy; p != nil && p.Running {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/all"
 )
@@ -93,4 +94,21 @@ func conformanceTested(t *testing.T, dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestMetricsReaderByEndpoint: an endpoint is read by the broker whose
+// form it has (a NATS server's /varz, a Redis server), else as
+// Prometheus text.
+func TestMetricsReaderByEndpoint(t *testing.T) {
+	prometheus := reflect.ValueOf(brokermetrics.Prometheus).Pointer()
+	for url, isPrometheus := range map[string]bool{
+		"http://127.0.0.1:7071/metrics":  true,
+		"https://10.0.0.5:15692/metrics": true,
+		"http://127.0.0.1:8222/varz":     false,
+		"redis://127.0.0.1:6379":         false,
+	} {
+		if got := reflect.ValueOf(brokers.MetricsReader(url)).Pointer() == prometheus; got != isPrometheus {
+			t.Errorf("%s read as Prometheus text: %v, want %v", url, got, isPrometheus)
+		}
+	}
 }
