@@ -92,10 +92,6 @@ type Cluster struct {
 	Brokers, Controllers int
 	// HeapMB is each broker node's memory, for kinds that set one.
 	HeapMB int
-	// AdvertisedPort, if not zero, is the client port a single-node
-	// cluster tells clients to connect to instead of Port: a proxy in
-	// front of it.
-	AdvertisedPort int
 	// Links puts every connection between nodes, and from the clients to
 	// the nodes, through a link proxy, so that each link can be delayed,
 	// throttled or cut on its own (see ShapeLinks). Clients must resolve

@@ -28,11 +28,9 @@ type Broker struct {
 	dir     string
 }
 
-// Start starts a single broker on port. advertisedPort, if not zero, is
-// the port the broker tells clients to use instead (a proxy in front of
-// it).
-func Start(port, advertisedPort int) (*Broker, error) {
-	return StartCluster(port, 1, func(c *local.Cluster) { c.AdvertisedPort = advertisedPort })
+// Start starts a single Kafka broker on port.
+func Start(port int) (*Broker, error) {
+	return StartCluster(port, 1, nil)
 }
 
 // StartCluster starts a local Kafka cluster of nodes brokers, their client
@@ -132,7 +130,7 @@ type Lazy struct {
 // NewLazy returns a Kafka broker to be started on port when a test first
 // asks.
 func NewLazy(port int) *Lazy {
-	return &Lazy{what: Kafka, start: func() (*Broker, error) { return Start(port, 0) }}
+	return &Lazy{what: Kafka, start: func() (*Broker, error) { return Start(port) }}
 }
 
 // NewLazyLocal returns a broker of another kind (see StartLocal) to be

@@ -52,7 +52,12 @@ func NewLocal(port, brokers int) *local.Cluster {
 // factor min(3, brokers), min.insync.replicas 2 for transaction state where
 // there are 3 or more brokers. The consumer offsets topic has 10
 // partitions instead of 50, for start-up time on small machines.
-type Kind struct{}
+type Kind struct {
+	// AdvertisedPort, if not zero, is the client port a single-node
+	// cluster tells clients to connect to instead of its own: a proxy in
+	// front of it.
+	AdvertisedPort int
+}
 
 // Name implements local.Kind.
 func (Kind) Name() string { return "kafka" }
@@ -229,7 +234,7 @@ func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error
 	}
 	for _, n := range c.Nodes() {
 		// A secured node's config holds the password of its PLAIN users.
-		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(kafkaNodeConfig(c, n, pw)), 0o600); err != nil {
+		if err := os.WriteFile(n.ConfigFile("server.properties"), []byte(k.nodeConfig(c, n, pw)), 0o600); err != nil {
 			return fmt.Errorf("write node %d config: %w", n.ID, err)
 		}
 		if err := os.WriteFile(n.ConfigFile("log4j2.properties"), []byte(kafkaLog4j), 0o644); err != nil {
@@ -263,9 +268,9 @@ func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error
 	return errors.Join(errs...)
 }
 
-// kafkaNodeConfig is one node's server.properties; password is the
+// nodeConfig is one node's server.properties; password is the
 // secured cluster's user's.
-func kafkaNodeConfig(c *local.Cluster, n *local.Node, password string) string {
+func (k Kind) nodeConfig(c *local.Cluster, n *local.Node, password string) string {
 	var voters, listeners, advertised []string
 	for _, v := range c.Nodes() {
 		if v.HasRole("controller") {
@@ -286,8 +291,8 @@ func kafkaNodeConfig(c *local.Cluster, n *local.Node, password string) string {
 		}
 		port := n.Ports[ports[l]]
 		listeners = append(listeners, fmt.Sprintf("%s://%s:%d", name, n.Host, port))
-		if ports[l] == "client" && c.AdvertisedPort != 0 && c.Brokers == 1 {
-			port = c.AdvertisedPort
+		if ports[l] == "client" && k.AdvertisedPort != 0 && c.Brokers == 1 {
+			port = k.AdvertisedPort
 		}
 		advertised = append(advertised, fmt.Sprintf("%s://%s:%d", name, c.AdvertisedHost(n), port))
 	}
