@@ -422,14 +422,26 @@ func rereadHolds(t *testing.T, tg Target) {
 	}
 }
 
-// capabilitiesAsDeclared: what the driver's capabilities declare that a
-// driver's interfaces show holds: a written count declared is one the
-// driver gives.
+// capabilitiesAsDeclared: what the driver's capabilities declare holds:
+// a written count declared is one the driver gives, and a broker that
+// replays gives a subscription made after the messages were sent every
+// one of them.
 func capabilitiesAsDeclared(t *testing.T, tg Target) {
-	_, counts := Connect(t, tg).(driver.WrittenCounter)
-	if counts != tg.Capabilities.Written {
+	d := Connect(t, tg)
+	if _, counts := d.(driver.WrittenCounter); counts != tg.Capabilities.Written {
 		t.Errorf("the capabilities declare a written count %v; the driver implements driver.WrittenCounter: %v", tg.Capabilities.Written, counts)
 	}
+	if !tg.Capabilities.Replay {
+		return
+	}
+	const n = 200
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	produceAll(ctx, t, d, topic, n)
+	got := newReceived()
+	subscribe(ctx, t, d, topic, topic+"-late", got)
+	waitFor(t, tg.Bound, "a subscription made after the messages were sent replays them all", func() bool { return got.distinct() == n })
 }
 
 // produceAll sends messages 0 to n-1 to topic with one producer whose
