@@ -23,8 +23,10 @@ import (
 // Kind is what differs between broker kinds: how a release is installed,
 // how a cluster's nodes are laid out and configured, how a node's process
 // is started, and when the cluster is ready. Everything else (addresses,
-// ports, processes, state, faults) is the Cluster's, the same for every
-// kind and size.
+// ports, processes, state, links) is the Cluster's, the same for every
+// kind and size. Each broker's package (internal/brokers/<name>)
+// implements its kind, and its module declares what the kind's clusters
+// can be (how many nodes, whether links).
 type Kind interface {
 	// Name is the kind's name, as on the command line ("kafka").
 	Name() string

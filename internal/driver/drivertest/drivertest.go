@@ -26,7 +26,8 @@ type Target struct {
 	// Unreachable returns a driver configured for an address where no
 	// broker answers; nil skips that case.
 	Unreachable func(t *testing.T) (driver.Driver, error)
-	// Capabilities are the driver's, as registered.
+	// Capabilities are the driver's, as its broker's module declares
+	// them (brokertest.Run fills them in).
 	Capabilities driver.Capabilities
 	// Bound limits every wait of the suite (default 30 s).
 	Bound time.Duration
