@@ -34,7 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -76,7 +76,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 			return err
 		}
 	}
-	k := local.NewKafka(o.Port, 1)
+	k := kafka.NewLocal(o.Port, 1)
 	k.HeapMB = 1024
 	st, stopBroker, err := toolcompare.Up(ctx, k, dir)
 	if err != nil {
@@ -88,7 +88,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer cl.Close()
-	e := &env{bin: dir, addr: st.Address(), lib: local.KafkaLibDir(k.CacheDir), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
+	e := &env{bin: dir, addr: st.Address(), lib: kafka.LibDir(k.CacheDir), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
 
 	var all []measurement
 	for _, size := range o.Sizes {

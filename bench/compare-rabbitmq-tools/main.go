@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
+	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
@@ -62,7 +63,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err != nil {
 		return err
 	}
-	st, stopBroker, err := toolcompare.Up(ctx, local.NewRabbitMQ(o.Port, 1), dir)
+	st, stopBroker, err := toolcompare.Up(ctx, rabbitmq.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/redis"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -51,7 +51,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
 		return err
 	}
-	st, stopBroker, err := toolcompare.Up(ctx, local.NewRedis(o.Port, 1), dir)
+	st, stopBroker, err := toolcompare.Up(ctx, redis.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -115,7 +115,7 @@ func run(ctx context.Context, o options) error {
 		}
 		bin = filepath.Join(dir, "brokerbench")
 	}
-	k := local.NewKafka(o.port, 1)
+	k := kafka.NewLocal(o.port, 1)
 	k.HeapMB = 1024
 	st, stopBroker, err := toolcompare.Up(ctx, k, dir)
 	if err != nil {

@@ -6,13 +6,8 @@ import (
 	"context"
 	"os"
 
+	_ "github.com/brokerbench/brokerbench/internal/brokers/all" // registers every broker
 	"github.com/brokerbench/brokerbench/internal/cli"
-	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"          // registers the "kafka" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/memory"         // registers the "memory" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/nats"           // registers the "nats" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"       // registers the "rabbitmq" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream" // registers the "rabbitmq-stream" driver
-	_ "github.com/brokerbench/brokerbench/internal/driver/redis"          // registers the "redis" driver
 )
 
 func main() {

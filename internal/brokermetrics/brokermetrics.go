@@ -22,12 +22,43 @@ import (
 )
 
 // Target is one node's metrics endpoint: a Prometheus endpoint
-// (http://host:port/metrics), a NATS server's monitoring endpoint
-// (http://host:port/varz) or a Redis server (redis://host:port, read with
-// INFO).
+// (http://host:port/metrics), or one of another form that its broker's
+// Reader reads (a NATS server's /varz, a Redis server's INFO).
 type Target struct {
 	Node int
 	URL  string
+	// Read reads the endpoint; nil: Prometheus.
+	Read Reader
+}
+
+// Reader reads one node's metrics endpoint at url as counters and gauges
+// by series key, named as a Prometheus exporter would name them. client
+// is for endpoints read over HTTP. A Reader is called from several
+// goroutines at once, one per node.
+type Reader func(ctx context.Context, client *http.Client, url string) (counters, gauges map[string]float64, err error)
+
+// Prometheus reads a Prometheus text endpoint over HTTP (see Parse).
+func Prometheus(ctx context.Context, client *http.Client, url string) (counters, gauges map[string]float64, err error) {
+	return HTTP(Parse)(ctx, client, url)
+}
+
+// HTTP returns a Reader that gets url and reads the body with parse.
+func HTTP(parse func(io.Reader) (counters, gauges map[string]float64, err error)) Reader {
+	return func(ctx context.Context, client *http.Client, url string) (map[string]float64, map[string]float64, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, nil, fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return parse(io.LimitReader(resp.Body, maxBody))
+	}
 }
 
 // scrapeTimeout bounds one scrape of all targets: a sample is taken at the
@@ -82,7 +113,11 @@ func (s *Scraper) Sample() map[string]float64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, g, err := s.scrape(ctx, t.URL)
+			read := t.Read
+			if read == nil {
+				read = Prometheus
+			}
+			c, g, err := read(ctx, s.client, t.URL)
 			results[i] = result{node: t.Node, at: time.Now(), counters: c, gauges: g, err: err}
 		}()
 	}
@@ -167,29 +202,6 @@ func rateKey(counter string) string {
 // add up across nodes.
 func worstOf(key string) bool {
 	return strings.Contains(key, "_ms") || strings.Contains(key, "quantile")
-}
-
-func (s *Scraper) scrape(ctx context.Context, url string) (counters, gauges map[string]float64, err error) {
-	if strings.HasPrefix(url, "redis://") {
-		return scrapeRedis(ctx, url)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	body := io.LimitReader(resp.Body, maxBody)
-	if strings.HasSuffix(req.URL.Path, "/varz") {
-		return ParseNATSVarz(body)
-	}
-	return Parse(body)
 }
 
 // Parse reads Prometheus's text format and returns its counters and

@@ -38,7 +38,7 @@ func TestSampleRatesAndGauges(t *testing.T) {
 	b, _ := node(t, 0, 100, 1, 30)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	s := New([]Target{{1, a.URL}, {2, b.URL}, {3, dead.URL}})
+	s := New([]Target{{Node: 1, URL: a.URL}, {Node: 2, URL: b.URL}, {Node: 3, URL: dead.URL}})
 	time.Sleep(50 * time.Millisecond)
 	got := s.Sample()
 	if got == nil {
@@ -76,7 +76,7 @@ func TestSampleCounterReset(t *testing.T) {
 		fmt.Fprintf(w, "# TYPE m_total counter\nm_total %d\n", value.Load())
 	}))
 	defer srv.Close()
-	s := New([]Target{{1, srv.URL}})
+	s := New([]Target{{Node: 1, URL: srv.URL}})
 	value.Store(10) // the node restarted
 	time.Sleep(20 * time.Millisecond)
 	got := s.Sample()
@@ -86,7 +86,7 @@ func TestSampleCounterReset(t *testing.T) {
 }
 
 func TestNoTargetReadable(t *testing.T) {
-	if got := New([]Target{{1, "http://127.0.0.1:1/metrics"}}).Sample(); got != nil {
+	if got := New([]Target{{Node: 1, URL: "http://127.0.0.1:1/metrics"}}).Sample(); got != nil {
 		t.Errorf("an unreachable target gave %v", got)
 	}
 }
@@ -98,50 +98,6 @@ func FuzzParse(f *testing.F) {
 		c, g, err := Parse(strings.NewReader(text))
 		if err == nil && (c == nil || g == nil) {
 			t.Error("no error and nil maps")
-		}
-	})
-}
-
-func TestParseNATSVarzAndRedisInfo(t *testing.T) {
-	c, g, err := ParseNATSVarz(strings.NewReader(`{"server_id":"x","in_msgs":12,"out_msgs":10,"in_bytes":1200,"connections":3,"mem":5000000,
-		"jetstream":{"stats":{"storage":4096,"api":{"total":7,"errors":1}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c["nats_messages_in_total"] != 12 || c["nats_jetstream_api_errors_total"] != 1 || g["nats_connections"] != 3 || g["nats_jetstream_storage_bytes"] != 4096 {
-		t.Errorf("varz: counters %v gauges %v", c, g)
-	}
-	if _, _, err := ParseNATSVarz(strings.NewReader("<html>")); err == nil {
-		t.Error("not JSON: no error")
-	}
-	c, g, err = ParseRedisInfo(strings.NewReader("# Stats\r\ntotal_commands_processed:5000\r\ninstantaneous_ops_per_sec:120\r\nredis_version:7.0.15\r\nused_memory:1048576\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c["redis_commands_total"] != 5000 || g["redis_ops_per_second"] != 120 || g["redis_memory_used_bytes"] != 1048576 || len(c)+len(g) != 3 {
-		t.Errorf("INFO: counters %v gauges %v", c, g)
-	}
-	if _, _, err := ParseRedisInfo(strings.NewReader("# nothing\r\n")); err == nil {
-		t.Error("INFO without a known field: no error")
-	}
-}
-
-func FuzzParseNATSVarz(f *testing.F) {
-	f.Add(`{"in_msgs":1,"jetstream":{"stats":{"storage":2}}}`)
-	f.Fuzz(func(t *testing.T, text string) {
-		c, g, err := ParseNATSVarz(strings.NewReader(text))
-		if err == nil && (c == nil || g == nil) {
-			t.Error("no error and nil maps")
-		}
-	})
-}
-
-func FuzzParseRedisInfo(f *testing.F) {
-	f.Add("total_commands_processed:1\r\nused_memory:2\r\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		c, g, err := ParseRedisInfo(strings.NewReader(text))
-		if err == nil && len(c)+len(g) == 0 {
-			t.Error("no error and nothing read")
 		}
 	})
 }

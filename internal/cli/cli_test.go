@@ -11,11 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
-	_ "github.com/brokerbench/brokerbench/internal/driver/nats"
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmq"
-	_ "github.com/brokerbench/brokerbench/internal/driver/rabbitmqstream"
-	_ "github.com/brokerbench/brokerbench/internal/driver/redis"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/all"
+
 	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -220,7 +221,7 @@ driver:
 	}
 	out := filepath.Join(dir, "r.json")
 	code, stdout, stderr := execute("run", wl, "--local-port", "39694", "--local-brokers", "3", "--quiet", "--out", out)
-	status := local.NewRabbitMQ(39694, 3).Status()
+	status := rabbitmq.NewLocal(39694, 3).Status()
 	defer execute("local", "down", "rabbitmq", "--port", "39694")
 	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

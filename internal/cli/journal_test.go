@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"github.com/brokerbench/brokerbench/internal/engine"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
+
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )

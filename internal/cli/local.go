@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
@@ -99,7 +100,7 @@ func localCluster(io IO, f *engine.LocalOptions) clusterOf {
 	return func(cmd *cobra.Command, args []string) (*local.Cluster, error) {
 		given(cmd, f)
 		if len(args) != 1 {
-			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(local.KindNames(), ", "))}
+			return nil, usageError{fmt.Errorf("name the broker: one of %s", strings.Join(brokers.LocalKinds(), ", "))}
 		}
 		f.Kind = args[0]
 		if err := f.Validate(); err != nil {

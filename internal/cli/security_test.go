@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 )
@@ -81,7 +82,7 @@ func TestSecuredLocalKafka(t *testing.T) {
 	if p := quick.Driver.Effective["client"].Map()["security.protocol"].Value; p != "SASL_SSL" || quick.Counts.Lost != 0 || quick.Counts.Acked == 0 {
 		t.Errorf("the quick workload over SASL_SSL: effective security.protocol %q, accounting %+v", p, quick.Counts)
 	}
-	st := local.NewKafka(39695, 1).Status()
+	st := kafka.NewLocal(39695, 1).Status()
 	sec := st.Security
 	if sec == nil || !st.Running || len(st.Listeners) != 4 {
 		t.Fatalf("the local cluster is not secured and running: %+v", st)
@@ -263,7 +264,7 @@ func TestSecuredLocalBrokers(t *testing.T) {
 				t.Errorf("broker metrics: %s at most %v/s, while up to %.0f msg/s were acknowledged", tc.metric, seen, acked)
 			}
 			port, _ := strconv.Atoi(tc.port)
-			cluster, err := local.New(tc.kind, port, 1)
+			cluster, err := brokers.NewLocal(tc.kind, port, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -55,7 +56,7 @@ func writeKafkaRecord(t *testing.T, stateDir string, brokers int, running bool) 
 		nodes = append(nodes, map[string]any{"id": i, "roles": []string{"broker", "controller"}, "host": host,
 			"ports": map[string]int{"client": 39702, "controller": 40000 + i}, "dir": dir})
 	}
-	data, _ := json.Marshal(map[string]any{"kind": "kafka", "version": local.KafkaVersion, "id": "x", "brokers": brokers,
+	data, _ := json.Marshal(map[string]any{"kind": "kafka", "version": kafka.Version, "id": "x", "brokers": brokers,
 		"nodes": nodes, "startedBy": local.StartedByUser})
 	if err := os.WriteFile(filepath.Join(stateDir, "cluster.json"), data, 0o644); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 			t.Errorf("local up: stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if st := local.NewKafka(39702, 1).Status(); st.Brokers != 1 || st.StartedBy != local.StartedByUser {
+	if st := kafka.NewLocal(39702, 1).Status(); st.Brokers != 1 || st.StartedBy != local.StartedByUser {
 		t.Errorf("the record changed: %+v", st)
 	}
 }
@@ -165,7 +166,7 @@ func TestRunUsesTheRunningLocalCluster(t *testing.T) {
 	if code, stdout, stderr := execute("local", "up", "kafka", "--port", "39703", "--heap-mb", "512"); code != ExitOK {
 		t.Fatalf("local up: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	before := local.NewKafka(39703, 1).Status()
+	before := kafka.NewLocal(39703, 1).Status()
 	if !before.Running || before.StartedBy != local.StartedByUser {
 		t.Fatalf("after local up: %+v", before)
 	}
@@ -176,7 +177,7 @@ func TestRunUsesTheRunningLocalCluster(t *testing.T) {
 		strings.Contains(stderr, "warming up") || strings.Contains(stderr, "stopping") {
 		t.Errorf("exit %d: the run did not use the running broker as it is\n%s\n%s", code, stdout, stderr)
 	}
-	after := local.NewKafka(39703, 1).Status()
+	after := kafka.NewLocal(39703, 1).Status()
 	if !after.Running || after.Nodes[0].PID != before.Nodes[0].PID || after.StartedBy != local.StartedByUser {
 		t.Errorf("the broker was restarted or stopped, or is no longer the user's: before %+v, after %+v", before.Nodes, after)
 	}

@@ -6,14 +6,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 )
 
 // versionLine describes this build.
 func versionLine() string {
+	kafka := "none"
+	if c, err := brokers.NewLocal("kafka", 0, 1); err == nil {
+		kafka = c.Kind.Version()
+	}
 	return fmt.Sprintf("brokerbench %s (commit %s, %s %s/%s; local Kafka %s)",
-		sysinfo.Version, sysinfo.Commit(), runtime.Version(), runtime.GOOS, runtime.GOARCH, local.KafkaVersion)
+		sysinfo.Version, sysinfo.Commit(), runtime.Version(), runtime.GOOS, runtime.GOARCH, kafka)
 }
 
 func newVersionCmd(io IO) *cobra.Command {

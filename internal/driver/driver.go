@@ -1,23 +1,15 @@
-// Package driver defines what brokerbench needs from a message broker and
-// keeps the registry of broker drivers. The runner works only through these
-// interfaces and never names a broker.
-//
-// A driver package registers itself in an init function:
-//
-//	func init() { driver.Register(driver.Registration{Name: "kafka", New: New, ...}) }
-//
-// and is linked into the binary by a blank import in the CLI wiring.
+// Package driver defines what brokerbench needs from a message broker: the
+// contract every broker's driver implements. The runner works only through
+// these interfaces and never names a broker. The drivers themselves, and
+// the registry that finds one by name, are package brokers'.
 package driver
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -283,7 +275,9 @@ func (o Options) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 type Factory func(cfg *workload.DriverConfig, opts Options) (Driver, error)
 
 // Capabilities say what a broker's model has, so that workloads are checked
-// against it and results show "–" where a setting does not apply.
+// against it before a run (brokers.Check) and results show "–" where a
+// setting does not apply. The conformance suite checks that a driver
+// does what its capabilities say.
 type Capabilities struct {
 	// Partitions: a topic may have several partitions, each its own lane
 	// of order. Without, partitionsPerTopic above 1 is an input error.
@@ -293,87 +287,15 @@ type Capabilities struct {
 	Replication bool
 	// Replay: a consumer can start from the oldest retained message (a
 	// log), not only from the messages that arrive after it subscribed
-	// (a queue it creates).
+	// (a queue it creates). Without, a consume-only run is an input
+	// error: it would read nothing.
 	Replay bool
-	// Acks: the producer chooses how many replicas acknowledge (Kafka's
-	// acks).
-	Acks bool
-}
-
-// Registration is what the CLI and the runner know about a driver without
-// naming its broker.
-type Registration struct {
-	// Name is the driver's name in configs ("kafka").
-	Name string
-	New  Factory
-	// Capabilities of the broker's model.
-	Capabilities Capabilities
-	// EndpointSetting is the config setting that holds the broker
-	// addresses ("bootstrap.servers"); when a config does not set it and
-	// no address is given, runs go to a local broker of LocalKind.
-	EndpointSetting string
-	// LocalKind is the kind of local broker brokerbench can start for the
-	// driver ("kafka"); empty if none.
-	LocalKind string
-	// InProcess says the broker lives in the process that makes the
-	// driver (the memory broker): runs need neither an address nor a
-	// local cluster, and workers in other processes could not reach it.
-	InProcess bool
-	// LocalListener returns the listener of the local broker's nodes a
-	// driver with config dc connects to ("stream", "sasl_ssl"); nil or
-	// "" for their client listener.
-	LocalListener func(dc *workload.DriverConfig) string
-}
-
-var (
-	mu       sync.RWMutex
-	registry = map[string]Registration{}
-)
-
-// Register makes a driver available by its name. It panics if the name is
-// taken or the registration lacks a factory.
-func Register(r Registration) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[r.Name]; dup || r.New == nil || r.Name == "" {
-		panic(fmt.Sprintf("driver %q registered twice or without a factory", r.Name))
-	}
-	registry[r.Name] = r
-}
-
-// Lookup returns the registration of the driver called name.
-func Lookup(name string) (Registration, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	r, ok := registry[name]
-	return r, ok
-}
-
-// CheckWorkload returns the input errors of running w on a broker with
-// capabilities c: settings the broker's model has no place for.
-func (c Capabilities) CheckWorkload(w *workload.Workload, driverName string) error {
-	var errs []error
-	if !c.Partitions && w.PartitionsPerTopic > 1 {
-		errs = append(errs, &workload.FieldError{File: w.Source, Field: "partitionsPerTopic",
-			Msg: fmt.Sprintf("%d partitions: the %s driver's topics have none (one lane of order each); use more topics instead", w.PartitionsPerTopic, driverName)})
-	}
-	if !c.Replication && w.ReplicationFactor > 1 {
-		errs = append(errs, &workload.FieldError{File: w.Source, Field: "replicationFactor",
-			Msg: fmt.Sprintf("replication factor %d: the %s driver does not replicate topics", w.ReplicationFactor, driverName)})
-	}
-	return errors.Join(errs...)
-}
-
-// Names returns the registered driver names, sorted.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	// AcksLevels are the values of the producer's "acks" setting, how
+	// many replicas acknowledge a message (Kafka's "0", "1", "all");
+	// none: the producer does not choose.
+	AcksLevels []string
+	// Written: the driver implements WrittenCounter.
+	Written bool
 }
 
 // ErrRefused wraps a broker's refusal of the client's credentials or
@@ -390,21 +312,9 @@ type refused struct{ error }
 func (r refused) Unwrap() error        { return r.error }
 func (r refused) Is(target error) bool { return target == ErrRefused }
 
-// ErrUnknownDriver is returned by New for a name nobody registered.
-var ErrUnknownDriver = errors.New("unknown driver")
-
 // ErrTopicNotFound is wrapped by DeleteTopic's error for a topic that does
 // not exist.
 var ErrTopicNotFound = errors.New("topic not found")
-
-// New builds the driver cfg names.
-func New(cfg *workload.DriverConfig, opts Options) (Driver, error) {
-	r, ok := Lookup(cfg.Name)
-	if !ok {
-		return nil, fmt.Errorf("%w %q (from %s): available drivers: %s", ErrUnknownDriver, cfg.Name, cfg.Source, strings.Join(Names(), ", "))
-	}
-	return r.New(cfg, opts)
-}
 
 // RedactEndpoints returns endpoints (comma-separated addresses or URLs)
 // with the password of every URL replaced by "xxxxx", for logs, results

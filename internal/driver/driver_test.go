@@ -28,25 +28,6 @@ func TestRedactEndpoints(t *testing.T) {
 	}
 }
 
-// TestCapabilitiesCheckWorkload: settings a broker's model has no place
-// for are input errors naming the workload's field.
-func TestCapabilitiesCheckWorkload(t *testing.T) {
-	w := &workload.Workload{Source: "w.yaml", PartitionsPerTopic: 4, ReplicationFactor: 3}
-	queue := Capabilities{}
-	err := queue.CheckWorkload(w, "queue")
-	if err == nil || !strings.Contains(err.Error(), "partitionsPerTopic") || !strings.Contains(err.Error(), "replicationFactor") {
-		t.Errorf("a queue broker accepted 4 partitions and replication 3: %v", err)
-	}
-	log := Capabilities{Partitions: true, Replication: true}
-	if err := log.CheckWorkload(w, "log"); err != nil {
-		t.Errorf("a partitioned, replicated broker refused: %v", err)
-	}
-	w.PartitionsPerTopic, w.ReplicationFactor = 1, 1
-	if err := queue.CheckWorkload(w, "queue"); err != nil {
-		t.Errorf("one partition, no replication refused: %v", err)
-	}
-}
-
 // TestSettings: defaults are overridden, unknown keys are refused with a
 // suggestion and their line, and a bad number is located where it was set.
 func TestSettings(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -19,8 +19,8 @@ import (
 // 4.3.1); the cluster brokerbench installed knows it. status reads a
 // local cluster's status (localStatus).
 func localVersionAt(dc *workload.DriverConfig, endpoints []string, status func(kind string, port int) (product string, st local.Status)) string {
-	reg, ok := driver.Lookup(dc.Name)
-	if !ok || reg.LocalKind == "" {
+	reg, ok := brokers.Lookup(dc.Name)
+	if !ok || reg.LocalKind() == "" {
 		return ""
 	}
 	if len(endpoints) == 0 {
@@ -31,7 +31,7 @@ func localVersionAt(dc *workload.DriverConfig, endpoints []string, status func(k
 		if !ok {
 			continue
 		}
-		if product, st := status(reg.LocalKind, port); servedBy(st, addr) {
+		if product, st := status(reg.LocalKind(), port); servedBy(st, addr) {
 			return product + " " + st.Version
 		}
 	}
@@ -41,7 +41,7 @@ func localVersionAt(dc *workload.DriverConfig, endpoints []string, status func(k
 // localStatus returns the broker software of kind and the status of its
 // local cluster whose clients use port, found where local.New keeps it.
 func localStatus(kind string, port int) (product string, st local.Status) {
-	c, err := local.New(kind, port, 1)
+	c, err := brokers.NewLocal(kind, port, 1)
 	if err != nil {
 		return "", local.Status{}
 	}

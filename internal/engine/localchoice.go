@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -127,7 +128,7 @@ func fitCommand(st local.Status, need localNeed) string {
 	}
 	if len(st.Endpoints(need.listener)) == 0 && need.listener != "" {
 		s.Listeners = append(slices.Clip(s.Listeners), need.listener)
-		c, err := local.New(st.Kind, 0, 1)
+		c, err := brokers.NewLocal(st.Kind, 0, 1)
 		if err == nil {
 			c.Listeners = s.Listeners
 			if c.CheckListeners() != nil {
@@ -153,7 +154,7 @@ func UpFlags(kind, stateDir string, s local.Shape) string {
 	if s.Links {
 		args = append(args, "--links")
 	}
-	if c, err := local.New(kind, 0, 1); err == nil {
+	if c, err := brokers.NewLocal(kind, 0, 1); err == nil {
 		if sec, ok := c.Kind.(local.Securer); ok && len(s.Listeners) > 0 && !slices.Equal(s.Listeners, sec.Listeners()[:1]) {
 			args = append(args, "--security", strings.Join(s.Listeners, ","))
 		}
@@ -165,7 +166,7 @@ func UpFlags(kind, stateDir string, s local.Shape) string {
 // kind in stateDir: none for the default port's, else --port or
 // --state-dir.
 func whereFlags(kind, stateDir string) []string {
-	c, err := local.New(kind, 0, 1)
+	c, err := brokers.NewLocal(kind, 0, 1)
 	if err != nil || stateDir == c.StateDir {
 		return nil
 	}
@@ -182,7 +183,7 @@ func defaultDirPort(kind, stateDir string) int {
 	if _, err := fmt.Sscanf(filepath.Base(stateDir), kind+"-%d", &port); err != nil || port < 1 || port > 65535 {
 		return 0
 	}
-	if c, err := local.New(kind, port, 1); err != nil || c.StateDir != stateDir {
+	if c, err := brokers.NewLocal(kind, port, 1); err != nil || c.StateDir != stateDir {
 		return 0
 	}
 	return port

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -83,7 +84,7 @@ func (o *LocalOptions) PortAdvice(err error) string {
 // downFlags are the flags 'local down KIND' needs to find the cluster.
 func (o *LocalOptions) downFlags() string {
 	s := " " + o.Kind
-	if o.Port != 0 && o.Port != local.DefaultPort(o.Kind) {
+	if o.Port != 0 && o.Port != brokers.DefaultPort(o.Kind) {
 		s += fmt.Sprintf(" --port %d", o.Port)
 	}
 	if o.StateDir != "" {
@@ -95,7 +96,7 @@ func (o *LocalOptions) downFlags() string {
 // Cluster returns the local cluster the options describe, logging to
 // log.
 func (o *LocalOptions) Cluster(log io.Writer) (*local.Cluster, error) {
-	c, err := local.New(o.Kind, o.Port, o.Brokers)
+	c, err := brokers.NewLocal(o.Kind, o.Port, o.Brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +108,9 @@ func (o *LocalOptions) Cluster(log io.Writer) (*local.Cluster, error) {
 	}
 	c.Controllers = o.Controllers
 	c.Links = o.Links
+	if err := brokers.CheckKind(o.Kind, o.Brokers, fmt.Sprintf("--%s %d", o.BrokersFlag, o.Brokers), o.Links); err != nil {
+		return nil, &Error{Kind: BadInput, Err: err}
+	}
 	for _, l := range o.Security {
 		c.Listeners = append(c.Listeners, strings.ReplaceAll(strings.ToLower(strings.TrimSpace(l)), "-", "_"))
 	}

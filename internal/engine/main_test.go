@@ -8,7 +8,7 @@ import (
 
 	// The tests of targets and local clusters use the Kafka driver's
 	// registration; no test here reaches a Kafka broker.
-	_ "github.com/brokerbench/brokerbench/internal/driver/kafka"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/all"
 )
 
 func TestMain(m *testing.M) {

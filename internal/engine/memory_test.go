@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/brokerbench/brokerbench/internal/driver/memory"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/output"
@@ -164,11 +164,10 @@ func loadRunInput(path string, o *RunOptions) (*runInput, error) {
 	if in.dc, err = driverConfig(w, o.DriverFile); err != nil {
 		return nil, err
 	}
-	reg, known := driver.Lookup(in.dc.Name)
-	if !known {
-		return nil, badInputf("%w %q (from %s): available drivers: %s", driver.ErrUnknownDriver, in.dc.Name, in.dc.Source, strings.Join(driver.Names(), ", "))
+	if _, known := brokers.Lookup(in.dc.Name); !known {
+		return nil, &Error{Kind: BadInput, Err: brokers.UnknownDriver(in.dc)}
 	}
-	if err := reg.Capabilities.CheckWorkload(w, in.dc.Name); err != nil {
+	if err := brokers.Check(in.dc.Name, brokers.Need{Workload: w, Driver: in.dc, Existing: len(in.existing) > 0}); err != nil {
 		return nil, err
 	}
 	if err := checkOutputs(in.out("probe", o), o.OMBJSON); err != nil {
@@ -276,7 +275,7 @@ func runOutputs(io IO, out, ombOut string) []output.Output {
 // faultsNeedLocal says why a fault schedule cannot run on the driver's
 // target, and what to do.
 func faultsNeedLocal(driverName string) string {
-	reg, _ := driver.Lookup(driverName)
+	reg, _ := brokers.Lookup(driverName)
 	switch {
 	case reg.InProcess:
 		return fmt.Sprintf("faults act on the local clusters brokerbench starts, and the %s driver's broker is in brokerbench's own process: use a driver with a local cluster", driverName)

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/report"
@@ -270,10 +270,9 @@ func checkStudy(s *workload.Study, runs []study.Run, tgt *Target) error {
 		if r.Skip != "" {
 			continue
 		}
-		drv, err := driver.New(r.Driver, tgt.plannedOptions(r.Driver))
+		drv, err := brokers.New(r.Driver, tgt.plannedOptions(r.Driver))
 		if err == nil {
-			reg, _ := driver.Lookup(r.Driver.Name)
-			if err = reg.Capabilities.CheckWorkload(r.Workload, r.Driver.Name); err != nil {
+			if err = brokers.Check(r.Driver.Name, brokers.Need{Workload: r.Workload, Driver: r.Driver}); err != nil {
 				drv.Close()
 			}
 		}

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/localfaults"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/sysmetrics"
@@ -125,7 +127,7 @@ type localNeed struct {
 
 // need returns what runs of a driver for dc need of the local cluster.
 func (t *Target) need(dc *workload.DriverConfig) (localNeed, error) {
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	n := localNeed{kind: t.localKind(dc), links: t.local.Links, strict: t.setup != "", replace: t.local.Replace, self: os.Getpid()}
 	if reg.LocalListener != nil {
 		n.listener = reg.LocalListener(dc)
@@ -148,7 +150,7 @@ func (t *Target) need(dc *workload.DriverConfig) (localNeed, error) {
 			return n, fmt.Errorf("the workload's replication factor %d needs %d brokers; a local cluster has at most %d: run it against a larger cluster with --broker", rf, rf, MaxLocalBrokers)
 		}
 	}
-	return n, nil
+	return n, brokers.CheckLocal(dc.Name, n.brokers, n.why, n.links)
 }
 
 // checkLocal checks, without starting or stopping anything, that runs of
@@ -227,7 +229,7 @@ func (t *Target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 // plainListener reports whether dc reaches the local cluster on its plain
 // listener, where clients need no credentials.
 func (t *Target) plainListener(dc *workload.DriverConfig) bool {
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	listener := ""
 	if reg.LocalListener != nil {
 		listener = reg.LocalListener(dc)
@@ -358,7 +360,7 @@ func (t *Target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Sc
 			w.Source, strings.Join(t.endpoints, ",")))
 	}
 	place, _ := drv.(driver.Placement)
-	sched, err := t.cluster.Faults(w.Faults, place, w.Seed)
+	sched, err := localfaults.Schedule(t.cluster, w.Faults, place, w.Seed)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))
 	}
@@ -397,7 +399,7 @@ func (t *Target) usesLocal(dc *workload.DriverConfig) bool {
 	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
 	}
-	reg, _ := driver.Lookup(dc.Name)
+	reg, _ := brokers.Lookup(dc.Name)
 	// Files made for Kafka's own tools give the addresses in producer
 	// and consumer properties alone.
 	for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
@@ -411,8 +413,8 @@ func (t *Target) usesLocal(dc *workload.DriverConfig) bool {
 // localKind is the kind of local broker that dc's driver runs against
 // ("" if brokerbench runs none for it).
 func (t *Target) localKind(dc *workload.DriverConfig) string {
-	reg, _ := driver.Lookup(dc.Name)
-	return reg.LocalKind
+	reg, _ := brokers.Lookup(dc.Name)
+	return reg.LocalKind()
 }
 
 // plannedOptions returns the options a driver for dc would get, without
@@ -425,7 +427,7 @@ func (t *Target) plannedOptions(dc *workload.DriverConfig) driver.Options {
 	}
 	port := t.local.Port
 	if port == 0 {
-		port = local.DefaultPort(t.localKind(dc))
+		port = brokers.DefaultPort(t.localKind(dc))
 	}
 	return driver.Options{Endpoints: []string{fmt.Sprintf("127.0.0.1:%d", port)},
 		Credentials: &driver.Credentials{Username: local.Username, Password: "made when the cluster starts"}}
@@ -444,15 +446,15 @@ func (t *Target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	}
 	endpoints := opts.Endpoints
 	t.connected = opts
-	drv, err := driver.New(dc, opts)
+	drv, err := brokers.New(dc, opts)
 	if err != nil {
-		if errors.Is(err, driver.ErrUnknownDriver) {
+		if errors.Is(err, brokers.ErrUnknownDriver) {
 			return nil, env, badInput(err)
 		}
 		return nil, env, err
 	}
 	where := driver.RedactEndpoints(strings.Join(endpoints, ","))
-	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
+	if reg, _ := brokers.Lookup(dc.Name); reg.InProcess {
 		where = "this process"
 	} else if where == "" {
 		where = "the addresses in " + dc.Source
@@ -470,8 +472,8 @@ func (t *Target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		if ctx.Err() == nil && timedOut {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
-		if reg, ok := driver.Lookup(dc.Name); ok && reg.LocalKind != "" && !t.usesLocal(dc) {
-			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind)
+		if reg, ok := brokers.Lookup(dc.Name); ok && reg.LocalKind() != "" && !t.usesLocal(dc) {
+			err = fmt.Errorf("%w\n(for a broker on this machine: 'brokerbench local up %s' starts one, or leave the addresses out of the driver config and run starts it)", err, reg.LocalKind())
 		}
 		return nil, env, failed(err)
 	}
@@ -522,7 +524,7 @@ func (t *Target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
 	var endpoints []brokermetrics.Target
 	for i, u := range t.metricsURLs {
-		endpoints = append(endpoints, brokermetrics.Target{Node: i + 1, URL: u})
+		endpoints = append(endpoints, brokermetrics.Target{Node: i + 1, URL: u, Read: brokers.MetricsReader(u)})
 	}
 	if t.cluster != nil {
 		st := t.cluster.Status()
@@ -531,7 +533,7 @@ func (t *Target) systemSampler() func() *results.System {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
 			if n.MetricsURL != "" && len(t.metricsURLs) == 0 {
-				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL})
+				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL, Read: brokers.MetricsReader(n.MetricsURL)})
 			}
 		}
 		if p := st.LinkProxy; p != nil && p.Running {

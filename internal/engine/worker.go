@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -83,7 +84,7 @@ func connectWorkerDriver(_ context.Context, src distributed.DriverSource) (drive
 	if err != nil {
 		return nil, err
 	}
-	return driver.New(dc, driver.Options{Endpoints: src.Endpoints})
+	return brokers.New(dc, driver.Options{Endpoints: src.Endpoints})
 }
 
 func workerDriverConfig(src distributed.DriverSource) (*workload.DriverConfig, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -115,7 +116,7 @@ func workerURL(s string) (string, error) {
 // credentials, which workers do not get.
 func driverSource(dc *workload.DriverConfig, driverFile, workloadFile string, w *workload.Workload, opts driver.Options, needsCredentials bool) (distributed.DriverSource, error) {
 	src := distributed.DriverSource{Endpoints: opts.Endpoints}
-	if reg, _ := driver.Lookup(dc.Name); reg.InProcess {
+	if reg, _ := brokers.Lookup(dc.Name); reg.InProcess {
 		return src, badInputf("the %s driver's broker is in this process, where workers in other processes cannot reach it: run without workers", dc.Name)
 	}
 	if needsCredentials {

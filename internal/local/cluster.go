@@ -23,8 +23,10 @@ import (
 // Kind is what differs between broker kinds: how a release is installed,
 // how a cluster's nodes are laid out and configured, how a node's process
 // is started, and when the cluster is ready. Everything else (addresses,
-// ports, processes, state, faults) is the Cluster's, the same for every
-// kind and size.
+// ports, processes, state, links) is the Cluster's, the same for every
+// kind and size. Each broker's package (internal/brokers/<name>)
+// implements its kind, and its module declares what the kind's clusters
+// can be (how many nodes, whether links).
 type Kind interface {
 	// Name is the kind's name, as on the command line ("kafka").
 	Name() string
@@ -42,7 +44,7 @@ type Kind interface {
 	// fresh is true when the nodes' directories are new.
 	Configure(ctx context.Context, c *Cluster, fresh bool) error
 	// Command is the node's process command line; it must contain the
-	// node's directory (Node.marker).
+	// node's directory (Node.Marker).
 	Command(c *Cluster, n *Node) []string
 	// Ready returns nil once the cluster serves clients with every node
 	// in place.
@@ -92,10 +94,6 @@ type Cluster struct {
 	Brokers, Controllers int
 	// HeapMB is each broker node's memory, for kinds that set one.
 	HeapMB int
-	// AdvertisedPort, if not zero, is the client port a single-node
-	// cluster tells clients to connect to instead of Port: a proxy in
-	// front of it.
-	AdvertisedPort int
 	// Links puts every connection between nodes, and from the clients to
 	// the nodes, through a link proxy, so that each link can be delayed,
 	// throttled or cut on its own (see ShapeLinks). Clients must resolve
@@ -130,9 +128,9 @@ type Cluster struct {
 	run                  *runOwner
 }
 
-// linked reports whether the cluster, as planned or as recorded, carries
+// Linked reports whether the cluster, as planned or as recorded, carries
 // its links through the link proxy. (Links is what Up is asked for.)
-func (c *Cluster) linked() bool { return c.proxy != nil }
+func (c *Cluster) Linked() bool { return c.proxy != nil }
 
 // record is the cluster's state file.
 type record struct {
@@ -310,7 +308,7 @@ func (s Status) Address() string {
 func (c *Cluster) Status() Status {
 	nodes := c.Nodes() // reads the record: the nodes and the listeners served
 	st := Status{Kind: c.Kind.Name(), Version: c.Kind.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
-	if ls := c.listeners(); len(ls) > 0 && len(nodes) > 0 {
+	if ls := c.ServedListeners(); len(ls) > 0 && len(nodes) > 0 {
 		st.Listeners, st.Security = ls, c.Security()
 	}
 	if len(nodes) > 0 {
@@ -368,8 +366,8 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	}
 	prev, had := c.load()
 	c.served = nil
-	defaults := (&Cluster{Kind: c.Kind}).listeners()
-	want, recorded := c.listeners(), prev.Listeners
+	defaults := (&Cluster{Kind: c.Kind}).ServedListeners()
+	want, recorded := c.ServedListeners(), prev.Listeners
 	if recorded == nil && had {
 		recorded = defaults
 	}
@@ -421,7 +419,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 			return Status{}, fmt.Errorf("make the cluster's certificates and password: %w", err)
 		}
 	}
-	if c.linked() {
+	if c.Linked() {
 		for _, n := range c.nodes {
 			if err := c.writeHostsFile(n); err != nil {
 				return Status{}, fmt.Errorf("write node %d hosts file: %w", n.ID, err)
@@ -811,10 +809,10 @@ func (c *Cluster) stopAll(nodes []*Node) error {
 // stopGrace is how long a node is given to stop after SIGTERM.
 const stopGrace = 30 * time.Second
 
-// loopbackHost returns the loopback address of a cluster's node: a
+// LoopbackHost returns the loopback address of a cluster's node: a
 // single node keeps 127.0.0.1; in a cluster, broker i is 127.0.1.i and
 // dedicated controller j is 127.0.2.j.
-func loopbackHost(single bool, controllerOnly bool, index int) string {
+func LoopbackHost(single bool, controllerOnly bool, index int) string {
 	switch {
 	case single:
 		return "127.0.0.1"
@@ -837,36 +835,4 @@ func newClusterID() string {
 			return id
 		}
 	}
-}
-
-// kinds are the broker kinds brokerbench can run locally: each one's
-// constructor of a cluster with default directories, and its usual client
-// port.
-var kinds = map[string]struct {
-	newCluster func(port, brokers int) *Cluster
-	port       int
-}{
-	"kafka":    {NewKafka, 9092},
-	"nats":     {NewNATS, 4222},
-	"rabbitmq": {NewRabbitMQ, 5672},
-	"redis":    {NewRedis, 6379},
-}
-
-// KindNames returns the kinds of local broker brokerbench runs, sorted.
-func KindNames() []string { return slices.Sorted(maps.Keys(kinds)) }
-
-// DefaultPort returns the usual client port of a kind of broker.
-func DefaultPort(kind string) int { return kinds[kind].port }
-
-// New returns a local cluster of kind with brokers nodes, its clients on
-// port (0: the kind's usual one), with default directories.
-func New(kind string, port, brokers int) (*Cluster, error) {
-	k, ok := kinds[kind]
-	if !ok {
-		return nil, fmt.Errorf("brokerbench cannot run %q locally; it runs: %s", kind, strings.Join(KindNames(), ", "))
-	}
-	if port == 0 {
-		port = k.port
-	}
-	return k.newCluster(port, brokers), nil
 }

@@ -47,7 +47,7 @@ func (c *Cluster) hostName(n *Node) string {
 // AdvertisedHost is the host a node tells its peers and clients to
 // connect to: its own address, or with links its name.
 func (c *Cluster) AdvertisedHost(n *Node) string {
-	if c.linked() {
+	if c.Linked() {
 		return c.hostName(n)
 	}
 	return n.Host
@@ -79,7 +79,7 @@ func (c *Cluster) planLinks() []Link {
 				if listener == "metrics" {
 					continue // read by brokerbench straight from the node
 				}
-				if fromID == 0 && listener != "client" && !slices.Contains(c.listeners(), listener) {
+				if fromID == 0 && listener != "client" && !slices.Contains(c.ServedListeners(), listener) {
 					continue // a listener between nodes alone
 				}
 				links = append(links, Link{
@@ -119,7 +119,7 @@ func (c *Cluster) hostsFor(from int) map[string]string {
 // ClientHosts maps the names the nodes advertise to the addresses the
 // clients reach them at: nil without links.
 func (c *Cluster) ClientHosts() map[string]string {
-	if !c.linked() {
+	if !c.Linked() {
 		return nil
 	}
 	return c.hostsFor(0)
@@ -255,7 +255,7 @@ func (s LinkSelector) Matches(l Link) bool {
 // group, replacing that group's earlier shape on them) and returns how
 // many links it shaped. Shapes of other groups stay.
 func (c *Cluster) ShapeLinks(group string, sel func(Link) bool, shape LinkShape) (int, error) {
-	if !c.linked() {
+	if !c.Linked() {
 		return 0, errors.New("the local cluster has no links: start it with links (local up --links, or a study setup's network:) to shape them")
 	}
 	api := c.linkAPI()
@@ -345,7 +345,7 @@ func (c *Cluster) Zones(zones int) map[int]int {
 // clearFaultLinks removes the shapes that faults gave links (toxic groups
 // "fault-N"), keeping the others.
 func (c *Cluster) clearFaultLinks() error {
-	if !c.linked() {
+	if !c.Linked() {
 		return nil
 	}
 	proxies, err := c.linkAPI().Proxies()

@@ -1,16 +1,41 @@
 package local
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// linkedKind lays nodes out as a broker with dedicated controllers does:
+// brokers with a client and a metrics listener, the first three also
+// controllers when there are no dedicated ones; controllers 101... with a
+// controller listener alone.
+type linkedKind struct{ fakeKind }
+
+func (linkedKind) Layout(c *Cluster) []*Node {
+	var nodes []*Node
+	for i := 1; i <= c.Brokers; i++ {
+		n := &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1 && c.Controllers == 0, false, i),
+			Ports: map[string]int{"client": 0, "metrics": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		if c.Controllers == 0 && i <= 3 {
+			n.Roles = append(n.Roles, "controller")
+			n.Ports["controller"] = 0
+		}
+		nodes = append(nodes, n)
+	}
+	for j := 1; j <= c.Controllers; j++ {
+		nodes = append(nodes, &Node{ID: 100 + j, Roles: []string{"controller"}, Host: LoopbackHost(false, true, j),
+			Ports: map[string]int{"controller": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", 100+j))})
+	}
+	return nodes
+}
+
 // linkedCluster lays out a cluster with links without starting it.
 func linkedCluster(t *testing.T, brokers, controllers int) *Cluster {
 	t.Helper()
-	c := &Cluster{Kind: Kafka{}, StateDir: filepath.Join(t.TempDir(), "kafka-19092"), Port: 19092,
+	c := &Cluster{Kind: linkedKind{}, StateDir: filepath.Join(t.TempDir(), "kafka-19092"), Port: 19092,
 		Brokers: brokers, Controllers: controllers, Links: true}
 	if err := c.plan(record{}, true); err != nil {
 		t.Fatal(err)

@@ -87,9 +87,9 @@ func (n *Node) LogFile() string { return filepath.Join(n.Dir, "node.log") }
 
 func (n *Node) pidFile() string { return filepath.Join(n.Dir, "node.pid") }
 
-// marker identifies the node's process among others with the same PID
+// Marker identifies the node's process among others with the same PID
 // history: the node's directory is on its command line.
-func (n *Node) marker() string { return n.Dir + string(filepath.Separator) }
+func (n *Node) Marker() string { return n.Dir + string(filepath.Separator) }
 
 // PID returns the node's process id and whether that process is running
 // (and is the node's, not a reused PID).
@@ -98,7 +98,7 @@ func (n *Node) PID() (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return pid, alive(pid, n.marker())
+	return pid, alive(pid, n.Marker())
 }
 
 // envMarker is the environment entry every process of the node carries:
@@ -149,7 +149,7 @@ func (n *Node) Stop(grace time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := stopPID(pid, n.marker(), grace); err != nil {
+	if err := stopPID(pid, n.Marker(), grace); err != nil {
 		return fmt.Errorf("node %d: %w", n.ID, err)
 	}
 	return os.Remove(n.pidFile())
@@ -178,7 +178,7 @@ func (n *Node) Kill() error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill node %d (pid %d): %w", n.ID, pid, err)
 	}
-	if !waitGone(pid, n.marker(), 10*time.Second) {
+	if !waitGone(pid, n.Marker(), 10*time.Second) {
 		return fmt.Errorf("node %d (pid %d) did not exit after SIGKILL", n.ID, pid)
 	}
 	return nil

@@ -33,7 +33,7 @@ func (fakeKind) Configure(context.Context, *Cluster, bool) error             { r
 func (fakeKind) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
-		nodes = append(nodes, &Node{ID: i, Roles: []string{"broker"}, Host: loopbackHost(c.Brokers == 1, false, i),
+		nodes = append(nodes, &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-"+string(rune('0'+i)))})
 	}
 	return nodes
@@ -42,7 +42,7 @@ func (fakeKind) Layout(c *Cluster) []*Node {
 // Command is a shell loop whose command line carries the node's
 // directory, as a broker's does.
 func (fakeKind) Command(_ *Cluster, n *Node) []string {
-	return []string{"sh", "-c", "while :; do sleep 0.1; done", n.marker()}
+	return []string{"sh", "-c", "while :; do sleep 0.1; done", n.Marker()}
 }
 
 func (k fakeKind) Ready(ctx context.Context, _ *Cluster) error {
@@ -318,7 +318,7 @@ func TestExitReason(t *testing.T) {
 		{"trap 'exit 143' TERM; while :; do sleep 0.1; done", syscall.SIGTERM, "exited with status 143, as it does when sent signal 15 (terminated) from outside"},
 	} {
 		n := &Node{ID: 1, Dir: dir}
-		pid, err := n.start([]string{"sh", "-c", tc.script, n.marker()}, nil)
+		pid, err := n.start([]string{"sh", "-c", tc.script, n.Marker()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,9 @@
 // node on its own loopback address, with one lifecycle (install,
 // configure, start, stop, and faults: kill, pause, restart, resume) that
 // every broker kind and cluster size shares. What differs between broker
-// kinds is a Kind; Kafka (KRaft) is the first.
+// kinds is a Kind, which each broker's package (internal/brokers/<name>)
+// provides with the hooks exported here; faults on the nodes are package
+// localfaults'.
 package local
 
 import (

@@ -56,10 +56,10 @@ func (s *Security) NodeKeyStore(n *Node) string {
 	return filepath.Join(s.Dir, fmt.Sprintf("node-%d.pem", n.ID))
 }
 
-// listeners returns the client listeners the cluster serves, the first
+// ServedListeners returns the client listeners the cluster serves, the first
 // on its client port: those asked for, or the kind's default; nil for
 // kinds with only their one client listener.
-func (c *Cluster) listeners() []string {
+func (c *Cluster) ServedListeners() []string {
 	if c.served != nil {
 		return c.served
 	}
@@ -97,7 +97,7 @@ func (c *Cluster) Serve(listener string) {
 func (c *Cluster) provides(listeners []string, listener string) bool {
 	planned := *c
 	planned.Listeners, planned.served = listeners, nil
-	if listener == "" || listener == "client" || slices.Contains(planned.listeners(), listener) {
+	if listener == "" || listener == "client" || slices.Contains(planned.ServedListeners(), listener) {
 		return true
 	}
 	for _, n := range c.Kind.Layout(&planned) {
@@ -108,17 +108,17 @@ func (c *Cluster) provides(listeners []string, listener string) bool {
 	return false
 }
 
-// listenerKey is the key of listener l in the nodes' ports: "client" for
+// ListenerKey is the key of listener l in the nodes' ports: "client" for
 // the first listener, its own name for the others.
-func (c *Cluster) listenerKey(l string) string {
-	if ls := c.listeners(); len(ls) > 0 && ls[0] == l {
+func (c *Cluster) ListenerKey(l string) string {
+	if ls := c.ServedListeners(); len(ls) > 0 && ls[0] == l {
 		return "client"
 	}
 	return l
 }
 
-// serves reports whether the cluster serves listener l.
-func (c *Cluster) serves(l string) bool { return slices.Contains(c.listeners(), l) }
+// Serving reports whether the cluster serves listener l.
+func (c *Cluster) Serving(l string) bool { return slices.Contains(c.ServedListeners(), l) }
 
 // CheckListeners checks that the kind serves every listener asked for.
 func (c *Cluster) CheckListeners() error {
@@ -144,7 +144,7 @@ func (c *Cluster) Secured() bool {
 	if !ok {
 		return false
 	}
-	for _, l := range c.listeners() {
+	for _, l := range c.ServedListeners() {
 		if l != s.Listeners()[0] {
 			return true
 		}

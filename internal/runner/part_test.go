@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/memory"
 )
 
 // runPart runs one part of a workload with one producer and one consumer

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/kafka"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/testbroker"

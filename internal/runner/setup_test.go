@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/memory"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/memory"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 

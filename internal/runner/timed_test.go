@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/memory"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"

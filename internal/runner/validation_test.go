@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/driver/kafka"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -257,7 +258,7 @@ func TestProxyDelayBoundsKafkaLatency(t *testing.T) {
 	const oneWay = 20 * time.Millisecond
 	proxyAddr := fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	setDelay := delayProxy(t, proxyAddr, fmt.Sprintf("127.0.0.1:%d", brokerPort))
-	b, err := testbroker.Start(brokerPort, proxyPort)
+	b, err := testbroker.StartCluster(brokerPort, 1, func(c *local.Cluster) { c.Kind = kafka.Kind{AdvertisedPort: proxyPort} })
 	if err != nil {
 		t.Fatal(err)
 	}

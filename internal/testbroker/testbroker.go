@@ -1,7 +1,9 @@
 // Package testbroker starts real local brokers (Kafka, and the other kinds
 // brokerbench runs locally) for integration tests, on ports of the
 // caller's choosing, with their data in temporary directories, stopped by
-// PID when the tests end. Under -short none is started: the tests that
+// PID when the tests end. A kind is started through its broker's module,
+// which the test's package must link (package brokers/all links every
+// one). Under -short none is started: the tests that
 // need one skip (Need).
 package testbroker
 
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -25,25 +28,26 @@ type Broker struct {
 	dir     string
 }
 
-// Start starts a single broker on port. advertisedPort, if not zero, is
-// the port the broker tells clients to use instead (a proxy in front of
-// it).
-func Start(port, advertisedPort int) (*Broker, error) {
-	return StartCluster(port, 1, func(c *local.Cluster) { c.AdvertisedPort = advertisedPort })
+// Start starts a single Kafka broker on port.
+func Start(port int) (*Broker, error) {
+	return StartCluster(port, 1, nil)
 }
 
-// StartCluster starts a local Kafka cluster of brokers nodes, their client
+// StartCluster starts a local Kafka cluster of nodes brokers, their client
 // listeners on port, with small heaps; configure, if not nil, adjusts it
 // before it starts.
-func StartCluster(port, brokers int, configure func(*local.Cluster)) (*Broker, error) {
+func StartCluster(port, nodes int, configure func(*local.Cluster)) (*Broker, error) {
+	k, err := brokers.NewLocal("kafka", port, nodes)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-kafka-%d-", port))
 	if err != nil {
 		return nil, err
 	}
-	k := local.NewKafka(port, brokers)
 	k.StateDir = dir
 	k.HeapMB = 512
-	if brokers > 1 {
+	if nodes > 1 {
 		k.HeapMB = 384
 	}
 	k.Log = os.Stderr
@@ -56,11 +60,11 @@ func StartCluster(port, brokers int, configure func(*local.Cluster)) (*Broker, e
 // StartLocal starts one broker of a kind brokerbench runs locally
 // ("nats", "redis"), as 'local up KIND' would, on port.
 func StartLocal(kind string, port int) (*Broker, error) {
-	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-%s-%d-", kind, port))
+	c, err := brokers.NewLocal(kind, port, 1)
 	if err != nil {
 		return nil, err
 	}
-	c, err := local.New(kind, port, 1)
+	dir, err := os.MkdirTemp("", fmt.Sprintf("brokerbench-test-%s-%d-", kind, port))
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +130,7 @@ type Lazy struct {
 // NewLazy returns a Kafka broker to be started on port when a test first
 // asks.
 func NewLazy(port int) *Lazy {
-	return &Lazy{what: Kafka, start: func() (*Broker, error) { return Start(port, 0) }}
+	return &Lazy{what: Kafka, start: func() (*Broker, error) { return Start(port) }}
 }
 
 // NewLazyLocal returns a broker of another kind (see StartLocal) to be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -80,13 +81,33 @@ type DriverConfig struct {
 	Consumer Properties `json:"consumerConfig"`
 }
 
-// ombDriverClasses maps OMB driver classes to brokerbench driver names.
-var ombDriverClasses = map[string]string{
-	"io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver":       "kafka",
-	"io.openmessaging.benchmark.driver.redpanda.RedpandaBenchmarkDriver": "kafka",
-	"io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver": "rabbitmq",
-	"io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver":         "nats",
-	"io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver":       "redis",
+// ombDriverClasses maps OMB driver classes to brokerbench driver names,
+// as the brokers' modules declare them (RegisterOMBDriverClass).
+var (
+	ombDriverClassesMu sync.RWMutex
+	ombDriverClasses   = map[string]string{}
+)
+
+// RegisterOMBDriverClass makes OMB driver files naming class read as
+// configs of the driver called name. It is called by brokers.Register
+// for the classes a broker's module declares, and panics if class is
+// another driver's.
+func RegisterOMBDriverClass(class, name string) {
+	ombDriverClassesMu.Lock()
+	defer ombDriverClassesMu.Unlock()
+	if other, ok := ombDriverClasses[class]; ok && other != name {
+		panic(fmt.Sprintf("OMB driver class %q registered for %q and %q", class, other, name))
+	}
+	ombDriverClasses[class] = name
+}
+
+// ombDriverName returns the driver name of an OMB driver class, and the
+// classes known.
+func ombDriverName(class string) (string, bool, []string) {
+	ombDriverClassesMu.RLock()
+	defer ombDriverClassesMu.RUnlock()
+	name, ok := ombDriverClasses[class]
+	return name, ok, sortedKeys(ombDriverClasses)
 }
 
 // ombTopLevelSettings are settings that OMB's driver files for other
@@ -153,9 +174,8 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 	switch {
 	case c.DriverClass != "":
 		c.Format = OMB
-		mapped, ok := ombDriverClasses[c.DriverClass]
+		mapped, ok, known := ombDriverName(c.DriverClass)
 		if !ok {
-			known := sortedKeys(ombDriverClasses)
 			d.fail(seen["driverClass"], "driverClass", "unknown OMB driver class %q; known: %s", c.DriverClass, strings.Join(known, ", "))
 		}
 		c.Name = mapped

@@ -1,7 +1,8 @@
 // Package drivertest is the conformance suite of the driver contract: the
-// behaviour the runner relies on, checked against a driver connected to
-// its real broker. Every driver's tests call Run; the in-memory reference
-// driver passes it too.
+// behaviour the runner relies on, checked on a driver connected to its
+// real broker through the driver's interfaces alone. Every broker's tests
+// run it through package brokers/brokertest, which adds whole runs
+// through the runner; the in-memory reference driver passes both.
 package drivertest
 
 import (
@@ -15,10 +16,6 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
-	"github.com/brokerbench/brokerbench/internal/payload"
-	"github.com/brokerbench/brokerbench/internal/results"
-	"github.com/brokerbench/brokerbench/internal/runner"
-	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Target is the driver under test.
@@ -29,7 +26,8 @@ type Target struct {
 	// Unreachable returns a driver configured for an address where no
 	// broker answers; nil skips that case.
 	Unreachable func(t *testing.T) (driver.Driver, error)
-	// Capabilities are the driver's, as registered.
+	// Capabilities are the driver's, as its broker's module declares
+	// them (brokertest.Run fills them in).
 	Capabilities driver.Capabilities
 	// Bound limits every wait of the suite (default 30 s).
 	Bound time.Duration
@@ -50,9 +48,8 @@ func Run(t *testing.T, tg Target) {
 		{"ManyProducersAndConsumers", manyProducersAndConsumers},
 		{"PauseResume", pauseResume},
 		{"Unreachable", unreachable},
-		{"FixedRateRun", fixedRateRun},
-		{"LossCountedExactly", lossCountedExactly},
 		{"RereadHoldsWhatNoConsumerTook", rereadHolds},
+		{"CapabilitiesAsDeclared", capabilitiesAsDeclared},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, tg) })
@@ -82,7 +79,9 @@ func newTopic(t *testing.T, tg Target, d driver.Driver) (string, int) {
 	return name, parts
 }
 
-func connect(t *testing.T, tg Target) driver.Driver {
+// Connect returns a new driver connected to the broker under test,
+// closed when the test ends.
+func Connect(t *testing.T, tg Target) driver.Driver {
 	t.Helper()
 	d := tg.Connect(t)
 	t.Cleanup(d.Close)
@@ -190,7 +189,7 @@ func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
 // topicLifecycle: a topic can be created and deleted; deleting it again
 // wraps ErrTopicNotFound.
 func topicLifecycle(t *testing.T, tg Target) {
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
 	name := fmt.Sprintf("bb-conformance-lifecycle-%d", time.Now().UnixNano())
@@ -210,7 +209,7 @@ func topicLifecycle(t *testing.T, tg Target) {
 // counts written messages counts them all.
 func roundTrip(t *testing.T, tg Target) {
 	const n = 2000
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	topic, parts := newTopic(t, tg, d)
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
@@ -241,7 +240,7 @@ func roundTrip(t *testing.T, tg Target) {
 // Close returns.
 func ackOnceOnClose(t *testing.T, tg Target) {
 	const n = 5000
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	topic, _ := newTopic(t, tg, d)
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
@@ -275,7 +274,7 @@ func ackOnceOnClose(t *testing.T, tg Target) {
 // two consumers each, every subscription receives every message.
 func manyProducersAndConsumers(t *testing.T, tg Target) {
 	const producers, each = 4, 500
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	topic, _ := newTopic(t, tg, d)
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
@@ -322,7 +321,7 @@ func manyProducersAndConsumers(t *testing.T, tg Target) {
 // may still arrive) and receives the rest after Resume.
 func pauseResume(t *testing.T, tg Target) {
 	const n = 500
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	topic, _ := newTopic(t, tg, d)
 	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
 	defer cancel()
@@ -375,86 +374,6 @@ func unreachable(t *testing.T, tg Target) {
 	}
 }
 
-// runWorkload runs a small fixed-rate workload through the runner.
-func runWorkload(t *testing.T, tg Target, d driver.Driver) (*workload.Workload, runner.Config) {
-	parts := 1
-	if tg.Capabilities.Partitions {
-		parts = 3
-	}
-	w := &workload.Workload{
-		Name: "conformance", Topics: 1, PartitionsPerTopic: parts, MessageSize: 100, PayloadRandomRatio: 1, PayloadPoolSize: 10,
-		KeyDistributor: payload.NoKey, ProducersPerTopic: 1, SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1,
-		ProducerRate: 1000, Warmup: time.Second, Duration: 3 * time.Second, Seed: 1,
-	}
-	return w, runner.Config{Workload: w, Driver: d, DrainTimeout: tg.Bound, MaxSendLag: 100 * time.Millisecond}
-}
-
-// fixedRateRun: a modest fixed-rate run through the driver measures, and
-// accounts for every message exactly. Whether the rate was held is the
-// machine's as much as the driver's (a broker beside other work falls
-// behind): a missed target, load-generator-bound or disturbed run is
-// logged, not failed; the runner's own tests assert the rate where time is
-// controlled.
-func fixedRateRun(t *testing.T, tg Target) {
-	d := connect(t, tg)
-	w, cfg := runWorkload(t, tg, d)
-	res, err := runner.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, m := res.Counts, res.Measured
-	if c.Acked == 0 || c.Acked != c.Sent || c.Failed != 0 || c.Lost != 0 || c.Undelivered != 0 || c.Duplicated != 0 || c.OutOfOrder != 0 ||
-		c.Consumed != c.Acked || len(c.Subscriptions) != 1 || c.Subscriptions[0].Delivered != c.Acked || !c.StoredExplained() {
-		t.Errorf("accounting %+v", c)
-	}
-	if m.Acked == 0 || m.DurationSeconds < w.Duration.Seconds() || len(res.Intervals) == 0 || res.Target == nil {
-		t.Errorf("the run did not measure: %d acknowledged in %.3f s, %d intervals, target %+v", m.Acked, m.DurationSeconds, len(res.Intervals), res.Target)
-	}
-	switch v := results.Judge(res); v.Kind {
-	case results.OK:
-	case results.Failed, results.Interrupted, results.AccountingMismatch:
-		t.Errorf("verdict: %s", v.Reason)
-	default:
-		t.Logf("%.0f msg/s not held on this machine, accepted here: %s", w.ProducerRate, v.Reason)
-	}
-}
-
-// lossCountedExactly: a broker that acknowledges messages it then drops
-// (every tenth, here injected by a wrapper) is caught, and the loss is
-// counted exactly.
-func lossCountedExactly(t *testing.T, tg Target) {
-	inner := connect(t, tg)
-	d := &lossy{Driver: inner, every: 10}
-	_, cfg := runWorkload(t, tg, d)
-	cfg.DrainTimeout = 10 * time.Second
-	res, err := runner.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropped, c := d.dropped.Load(), res.Counts
-	if _, counts := inner.(driver.WrittenCounter); !counts {
-		// Without the broker's count the drain cannot end: what never
-		// arrived is undelivered, not known to be lost.
-		if dropped == 0 || c.Undelivered != dropped {
-			t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d undelivered (%+v)", dropped, c.Undelivered, c)
-		}
-		return
-	}
-	if dropped == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked-dropped {
-		t.Errorf("%d messages dropped after their acknowledgement; the broker stores %v of %d acknowledged", dropped, c.StoredByBroker, c.Acked)
-	}
-	// A driver that reads the broker again proves the loss; without, it
-	// is an unconfirmed loss.
-	lost, unconfirmed := c.Lost, c.UnconfirmedLoss
-	if _, rereads := inner.(driver.Rereader); !rereads {
-		lost, unconfirmed = unconfirmed, lost
-	}
-	if lost != dropped || unconfirmed != 0 || c.DeliveredLate != 0 {
-		t.Errorf("%d messages dropped after their acknowledgement; the runner counted %d lost, %d unconfirmed, %d delivered late (%+v)",
-			dropped, c.Lost, c.UnconfirmedLoss, c.DeliveredLate, c)
-	}
-}
-
 // rereadHolds: a driver that reads the broker again (driver.Rereader)
 // reads every message a subscription has not taken, once each, and does
 // not take them: a subscription whose consumer closed before the
@@ -463,7 +382,7 @@ func rereadHolds(t *testing.T, tg Target) {
 	// More than a thousand per partition: drivers that read in pages
 	// read several.
 	const n = 3500
-	d := connect(t, tg)
+	d := Connect(t, tg)
 	rr, ok := d.(driver.Rereader)
 	if !ok {
 		t.Skip("the driver cannot read the broker again: losses are unconfirmed")
@@ -504,62 +423,26 @@ func rereadHolds(t *testing.T, tg Target) {
 	}
 }
 
-// lossy wraps a driver whose producers acknowledge every n-th message
-// without sending it: a broker that loses acknowledged messages.
-type lossy struct {
-	driver.Driver
-	every   int64
-	dropped atomic.Int64
-}
-
-func (l *lossy) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	lp := &lossyProducer{l: l}
-	// Acknowledgements from the wrapped producer and the dropped ones are
-	// serialised: the contract forbids concurrent calls for one producer.
-	lp.ack = func(m *driver.Message, err error) {
-		lp.mu.Lock()
-		defer lp.mu.Unlock()
-		ack(m, err)
+// capabilitiesAsDeclared: what the driver's capabilities declare holds:
+// a written count declared is one the driver gives, and a broker that
+// replays gives a subscription made after the messages were sent every
+// one of them.
+func capabilitiesAsDeclared(t *testing.T, tg Target) {
+	d := Connect(t, tg)
+	if _, counts := d.(driver.WrittenCounter); counts != tg.Capabilities.Written {
+		t.Errorf("the capabilities declare a written count %v; the driver implements driver.WrittenCounter: %v", tg.Capabilities.Written, counts)
 	}
-	p, err := l.Driver.NewProducer(ctx, spec, lp.ack)
-	lp.Producer = p
-	return lp, err
-}
-
-// Written passes the wrapped driver's count of written messages on.
-func (l *lossy) Written(ctx context.Context, topic string) (int64, error) {
-	wc, ok := l.Driver.(driver.WrittenCounter)
-	if !ok {
-		return 0, errors.New("the driver under test counts no written messages")
-	}
-	return wc.Written(ctx, topic)
-}
-
-// Reread passes the wrapped driver's re-read on: the messages dropped
-// were never sent, so the broker does not hold them.
-func (l *lossy) Reread(ctx context.Context, topic, subscription string, found func([]byte)) error {
-	rr, ok := l.Driver.(driver.Rereader)
-	if !ok {
-		return fmt.Errorf("the driver under test: %w", driver.ErrNoReread)
-	}
-	return rr.Reread(ctx, topic, subscription, found)
-}
-
-type lossyProducer struct {
-	driver.Producer
-	l   *lossy
-	n   atomic.Int64
-	mu  sync.Mutex
-	ack driver.AckFunc
-}
-
-func (p *lossyProducer) Send(ctx context.Context, m *driver.Message) {
-	if p.n.Add(1)%p.l.every == 0 {
-		p.l.dropped.Add(1)
-		p.ack(m, nil)
+	if !tg.Capabilities.Replay {
 		return
 	}
-	p.Producer.Send(ctx, m)
+	const n = 200
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	produceAll(ctx, t, d, topic, n)
+	got := newReceived()
+	subscribe(ctx, t, d, topic, topic+"-late", got)
+	waitFor(t, tg.Bound, "a subscription made after the messages were sent replays them all", func() bool { return got.distinct() == n })
 }
 
 // produceAll sends messages 0 to n-1 to topic with one producer whose

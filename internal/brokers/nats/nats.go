@@ -1,0 +1,518 @@
+// Package nats is brokerbench's NATS JetStream: its driver, on nats.go's
+// jetstream API; the local clusters brokerbench starts (Kind); the reading
+// of a server's /varz (ParseVarz); and the module that registers them
+// (module.go).
+//
+// A topic is a stream of the same name whose partitions are subjects,
+// TOPIC.0 to TOPIC.N-1: a producer picks the partition by key hash, or in
+// turn without a key, and each partition is a lane of order. A
+// subscription is a durable pull consumer on all of the stream's subjects;
+// the consumers of one subscription share it, and each message is
+// acknowledged (explicit ack) after the runner consumed it. Producers
+// publish asynchronously with a bounded number of pending acknowledgements,
+// each producer and each consumer on its own connection.
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+func init() {
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+}
+
+// settings are the driver's config settings, by section, with defaults.
+var settings = map[string]map[string]string{
+	"common": {
+		"servers": "nats://127.0.0.1:4222", // comma-separated server URLs
+		// OMB's NATS driver file names the server so.
+		"natsHostUrl": "",
+		// Credentials: a user and password, a token, a credentials file
+		// (JWT and NKey seed) or an NKey seed file.
+		"user": "", "password": "", "token": "", "credsFile": "", "nkeySeedFile": "",
+	},
+	"topic":    {"storage": "file"},                             // file or memory
+	"producer": {"maxPending": "4000", "ackTimeoutMs": "5000"},  // async publishes awaiting their ack; how long each may wait
+	"consumer": {"fetchBatch": "500", "maxAckPending": "20000"}, // messages per pull; unacked per subscription
+}
+
+type config struct {
+	servers       string
+	auth          []nats.Option // credentials and TLS
+	storage       jetstream.StorageType
+	maxPending    int
+	ackTimeout    time.Duration
+	fetchBatch    int
+	maxAckPending int
+	effective     map[string]workload.Properties
+}
+
+// localListener names the listener of a local NATS cluster a config
+// connects to: "tls" with tls: true or tls:// servers, else "plain".
+func localListener(dc *workload.DriverConfig) string {
+	servers, _ := dc.Common.Get("servers")
+	if v, _ := dc.Common.Get("tls"); v == "true" || strings.HasPrefix(servers, "tls://") {
+		return "tls"
+	}
+	return "plain"
+}
+
+// parseConfig validates every setting of dc; local are the credentials
+// of a local cluster brokerbench secured, used where dc gives none.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
+	s := driver.ParseSettings(dc, "NATS", settings)
+	c := &config{servers: s.String("common", "servers")}
+	if u := s.String("common", "natsHostUrl"); u != "" {
+		c.servers = u
+	}
+	if len(endpoints) > 0 {
+		c.servers = strings.Join(endpoints, ",")
+	}
+	switch v := s.String("topic", "storage"); v {
+	case "file":
+		c.storage = jetstream.FileStorage
+	case "memory":
+		c.storage = jetstream.MemoryStorage
+	default:
+		s.Fail("topic", "storage", "must be file or memory, got %q", v)
+	}
+	c.auth = credentials(s, local)
+	if cfg := driver.ClientTLS(s, strings.HasPrefix(c.servers, "tls://"), local); cfg != nil {
+		c.auth = append(c.auth, nats.Secure(cfg))
+	}
+	c.maxPending = s.Int("producer", "maxPending", 1)
+	c.ackTimeout = time.Duration(s.Int("producer", "ackTimeoutMs", 1)) * time.Millisecond
+	c.fetchBatch = s.Int("consumer", "fetchBatch", 1)
+	c.maxAckPending = s.Int("consumer", "maxAckPending", 1)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	c.effective = s.Effective("natsHostUrl", "password", "token", "tlsTrustStorePassword", "tlsKeyStorePassword")
+	c.effective["common"] = workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
+	return c, nil
+}
+
+// credentials returns the connect options of the credentials settings
+// (at most one kind), or else local's user.
+func credentials(s *driver.Settings, local *driver.Credentials) []nats.Option {
+	user, pw, token := s.String("common", "user"), s.String("common", "password"), s.String("common", "token")
+	creds, seed := s.String("common", "credsFile"), s.String("common", "nkeySeedFile")
+	var opts []nats.Option
+	kinds := 0
+	if user != "" || pw != "" {
+		kinds++
+		opts = append(opts, nats.UserInfo(user, pw))
+	}
+	if token != "" {
+		kinds++
+		opts = append(opts, nats.Token(token))
+	}
+	if creds != "" {
+		kinds++
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	if seed != "" {
+		kinds++
+		o, err := nats.NkeyOptionFromSeed(seed)
+		if err != nil {
+			s.Fail("common", "nkeySeedFile", "%v", err)
+		}
+		opts = append(opts, o)
+	}
+	if kinds > 1 {
+		s.Fail("common", "user", "give one kind of credentials: user and password, token, credsFile or nkeySeedFile")
+	}
+	if kinds == 0 && local != nil {
+		opts = append(opts, nats.UserInfo(local.Username, local.Password))
+	}
+	return opts
+}
+
+// Driver is a connection to a NATS server or cluster with JetStream.
+type Driver struct {
+	cfg  *config
+	opts driver.Options
+	mu   sync.Mutex
+	nc   *nats.Conn // admin connection, made on first use
+	js   jetstream.JetStream
+}
+
+var (
+	_ driver.WrittenCounter = (*Driver)(nil)
+	_ driver.Pauser         = (*consumer)(nil)
+)
+
+// New validates dc; it connects on the first operation.
+func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, opts: opts}, nil
+}
+
+// connect opens a connection to the servers, dialling through opts.
+func (d *Driver) connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(d.cfg.servers, append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second),
+		nats.SetCustomDialer(dialer{d.opts}), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, d.cfg.auth...)...)
+	if err != nil {
+		err = fmt.Errorf("connect to NATS at %s: %w", driver.RedactEndpoints(d.cfg.servers), err)
+		switch {
+		case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+			return nil, driver.Refused(fmt.Errorf("%w: check the user and password, token, credsFile or nkeySeedFile", err))
+		case driver.TLSAdvice(err) != "":
+			return nil, driver.Refused(fmt.Errorf("%w: %s (tlsTrustStore, tlsVerifyHostname, tls)", err, driver.TLSAdvice(err)))
+		}
+		return nil, err
+	}
+	return nc, nil
+}
+
+// dialer dials through driver.Options, for nats.SetCustomDialer.
+type dialer struct{ opts driver.Options }
+
+func (dl dialer) Dial(network, address string) (net.Conn, error) {
+	return dl.opts.Dial(context.Background(), network, address)
+}
+
+func (d *Driver) admin() (jetstream.JetStream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.js != nil {
+		return d.js, nil
+	}
+	nc, err := d.connect("brokerbench-admin")
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	d.nc, d.js = nc, js
+	return js, nil
+}
+
+// BrokerVersion implements driver.Driver.
+func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
+	js, err := d.admin()
+	if err != nil {
+		return "", err
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return "", fmt.Errorf("JetStream is not available: %w", err)
+	}
+	return "NATS Server " + d.nc.ConnectedServerVersion(), nil
+}
+
+// subject is the subject of a topic's partition.
+func subject(topic string, partition int) string { return topic + "." + strconv.Itoa(partition) }
+
+// CreateTopic implements driver.Driver: a stream with one subject per
+// partition, limits retention, on file or in memory as configured.
+func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
+	js, err := d.admin()
+	if err != nil {
+		return err
+	}
+	subjects := make([]string, spec.Partitions)
+	for p := range subjects {
+		subjects[p] = subject(spec.Name, p)
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: spec.Name, Subjects: subjects, Storage: d.cfg.storage,
+		Replicas: max(1, spec.ReplicationFactor), Retention: jetstream.LimitsPolicy})
+	if err != nil {
+		return fmt.Errorf("create stream %q: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// DeleteTopic implements driver.Driver.
+func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	js, err := d.admin()
+	if err != nil {
+		return err
+	}
+	if err := js.DeleteStream(ctx, name); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("delete stream %q: %w", name, driver.ErrTopicNotFound)
+		}
+		return fmt.Errorf("delete stream %q: %w", name, err)
+	}
+	return nil
+}
+
+// Written implements driver.WrittenCounter: the stream's last sequence.
+func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
+	js, err := d.admin()
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	return int64(info.State.LastSeq), nil
+}
+
+// EffectiveConfig implements driver.Driver.
+func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
+
+// Close implements driver.Driver.
+func (d *Driver) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.nc != nil {
+		d.nc.Close()
+	}
+}
+
+// partitions returns the number of partitions (subjects) of a stream.
+func (d *Driver) partitions(ctx context.Context, topic string) (int, error) {
+	js, err := d.admin()
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, topic)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, fmt.Errorf("stream %q: %w", topic, driver.ErrTopicNotFound)
+		}
+		return 0, fmt.Errorf("stream %q: %w", topic, err)
+	}
+	return len(s.CachedInfo().Config.Subjects), nil
+}
+
+// NewProducer implements driver.Driver.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	parts, err := d.partitions(ctx, spec.Topic)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := d.connect("brokerbench-producer")
+	if err != nil {
+		return nil, err
+	}
+	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
+	// Without a timeout, a publish whose server died before it acked
+	// would wait for its ack forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending), jetstream.WithPublishAsyncTimeout(d.cfg.ackTimeout))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	p := &producer{nc: nc, js: js, ack: ack, futures: make(chan inFlight, pending), done: make(chan struct{}), closed: make(chan struct{})}
+	for i := range parts {
+		p.subjects = append(p.subjects, subject(spec.Topic, i))
+	}
+	go p.complete()
+	return p, nil
+}
+
+type producer struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	subjects []string
+	spread   driver.Spreader
+	ack      driver.AckFunc
+	futures  chan inFlight
+	done     chan struct{}
+	closed   chan struct{} // closed by Close: pending publishes fail
+	closing  sync.Once
+	wg       sync.WaitGroup // messages sent and not yet acknowledged
+}
+
+type inFlight struct {
+	m *driver.Message
+	f jetstream.PubAckFuture
+}
+
+// Send implements driver.Producer.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	part := p.spread.Partition(m.Key, len(p.subjects))
+	msg, _ := m.DriverState.(*nats.Msg)
+	if msg == nil {
+		msg = &nats.Msg{}
+		m.DriverState = msg
+	}
+	msg.Subject, msg.Data = p.subjects[part], m.Value
+	p.wg.Add(1)
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		p.ack(m, sendError{err})
+		p.wg.Done()
+		return
+	}
+	// PublishMsgAsync holds at most as many pending as futures has room
+	// for: this does not block.
+	p.futures <- inFlight{m, f}
+}
+
+// complete acknowledges messages as their publish acks arrive, in the
+// order they were sent (JetStream acknowledges a connection's publishes
+// in order), one goroutine per producer: never concurrently.
+func (p *producer) complete() {
+	defer close(p.done)
+	for fl := range p.futures {
+		var err error
+		// An outcome that arrived wins over the producer's closing.
+		select {
+		case <-fl.f.Ok():
+		case err = <-fl.f.Err():
+		default:
+			select {
+			case <-fl.f.Ok():
+			case err = <-fl.f.Err():
+			case <-p.closed:
+				err = nats.ErrConnectionClosed
+			}
+		}
+		if err != nil {
+			err = sendError{err}
+		}
+		p.ack(fl.m, err)
+		p.wg.Done()
+	}
+}
+
+// Flush implements driver.Producer.
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.wg) }
+
+// Close implements driver.Producer: the connection closes, which fails
+// the publishes still awaiting their ack, and every acknowledgement has
+// been called when it returns.
+func (p *producer) Close() {
+	p.closing.Do(func() {
+		close(p.closed)
+		p.nc.Close()
+		close(p.futures)
+		<-p.done
+	})
+}
+
+// sendError gives NATS send errors a short kind for failure counts.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }
+
+// Kind names the error.
+func (e sendError) Kind() string {
+	switch {
+	case errors.Is(e.err, nats.ErrConnectionClosed):
+		return "CONNECTION_CLOSED"
+	case errors.Is(e.err, jetstream.ErrTooManyStalledMsgs):
+		return "TOO_MANY_PENDING"
+	case errors.Is(e.err, jetstream.ErrNoStreamResponse), errors.Is(e.err, nats.ErrNoResponders):
+		return "NO_RESPONSE"
+	case errors.Is(e.err, jetstream.ErrAsyncPublishTimeout), errors.Is(e.err, context.DeadlineExceeded), errors.Is(e.err, nats.ErrTimeout):
+		return "TIMEOUT"
+	}
+	return "other"
+}
+
+// NewConsumer implements driver.Driver: the subscription's durable pull
+// consumer, created by its first member.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if _, err := d.partitions(ctx, spec.Topic); err != nil {
+		return nil, err
+	}
+	nc, err := d.connect("brokerbench-consumer")
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	deliver := jetstream.DeliverAllPolicy
+	if spec.Start == driver.StartNew {
+		deliver = jetstream.DeliverNewPolicy
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, spec.Topic, jetstream.ConsumerConfig{Durable: spec.Subscription,
+		AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: deliver, MaxAckPending: d.cfg.maxAckPending, AckWait: 30 * time.Second})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("consumer %q on stream %q: %w", spec.Subscription, spec.Topic, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(d.cfg.fetchBatch))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("pull from %q: %w", spec.Subscription, err)
+	}
+	c := &consumer{nc: nc, it: it, consume: consume, topic: spec.Topic, done: make(chan struct{})}
+	go c.run()
+	return c, nil
+}
+
+type consumer struct {
+	nc      *nats.Conn
+	it      jetstream.MessagesContext
+	consume driver.ConsumeFunc
+	topic   string
+	done    chan struct{}
+	// PauseGate implements driver.Pauser: the consumer stops taking
+	// messages from its client's buffer (up to fetchBatch already pulled
+	// may still arrive).
+	driver.PauseGate
+	closing sync.Once
+}
+
+// run delivers messages until the iterator stops, acknowledging each after
+// the runner consumed it.
+func (c *consumer) run() {
+	defer close(c.done)
+	var d driver.Delivery
+	prefix := c.topic + "."
+	for {
+		c.Wait(nil) // Close opens the gate before it stops the iterator
+		msg, err := c.it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			continue
+		}
+		d.Value, d.Lane = msg.Data(), driver.NoOrder
+		if p, err := strconv.Atoi(strings.TrimPrefix(msg.Subject(), prefix)); err == nil {
+			d.Lane = int32(p)
+		}
+		c.consume(&d)
+		_ = msg.Ack()
+	}
+}
+
+// Ready implements driver.Consumer: the pull consumer exists once
+// NewConsumer returns.
+func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Close implements driver.Consumer.
+func (c *consumer) Close() {
+	c.closing.Do(func() {
+		c.Resume()
+		c.it.Stop()
+		<-c.done
+		c.nc.Close()
+	})
+}

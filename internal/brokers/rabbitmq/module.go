@@ -1,0 +1,25 @@
+package rabbitmq
+
+import (
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+// LocalKind is the kind of local cluster brokerbench starts for RabbitMQ,
+// shared by its AMQP 0-9-1 and its Streams drivers.
+var LocalKind = &brokers.Local{Kind: "rabbitmq", Port: 5672, New: NewLocal, MaxNodes: 9,
+	NoLinks: "brokerbench does not carry a local RabbitMQ cluster's connections through the link proxy yet"}
+
+// Metrics are a RabbitMQ node's: its Prometheus plugin's endpoint.
+var Metrics = &brokers.Metrics{Endpoint: "Prometheus text at each node's metrics port (/metrics), served by the rabbitmq_prometheus plugin"}
+
+func init() {
+	brokers.Register(brokers.Module{
+		Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalListener: localListener,
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true},
+		Local:        LocalKind,
+		Metrics:      Metrics,
+		OMBClasses:   []string{"io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"},
+		Docs:         "docs/drivers/rabbitmq.md",
+	})
+}
