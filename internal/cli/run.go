@@ -183,8 +183,8 @@ func loadRunInput(cmd *cobra.Command, path string, f *runFlags, changed func(str
 		return nil, err
 	}
 	if f.findMaxRate {
-		if w.MessageLimit > 0 || w.Producers() == 0 {
-			return nil, usageError{errors.New("--find-max-rate needs a workload with producers and no message limit")}
+		if w.MessageLimit > 0 || w.Producers() == 0 || w.RateProfile != nil {
+			return nil, usageError{errors.New("--find-max-rate needs a workload with producers, no message limit and no rateProfile")}
 		}
 		if in.slo, err = maxrate.ParseSLO(f.slo); err != nil {
 			return nil, usageError{fmt.Errorf("--slo: %w", err)}

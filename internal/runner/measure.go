@@ -17,8 +17,10 @@ func (r *run) measure(ctx context.Context) error {
 	c := &collector{r: r, cur: newLatencies(), agg: newLatencies(), warm: newLatencies()}
 	prodCtx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
+	c.pacing = r.pacing
 	wg := r.startProducing(prodCtx, c)
 	interrupted, sentAll := ex.phases(ctx, c, ex.finished(prodCtx, wg))
+	c.pacing = nil
 	c.measureTo = c.lastAt
 	measureEnd := c.last
 	r.stopFaults()
@@ -27,6 +29,10 @@ func (r *run) measure(ctx context.Context) error {
 	r.sentAll = sentAll
 	return r.finishMeasuring(ctx, c, ex, interrupted, measureEnd)
 }
+
+// startDelay is how long after the run's origin the producers' schedules
+// start, so that the first intended send time is never in the past.
+const startDelay = time.Millisecond
 
 // startProducing starts the producers at the run's origin (the start the
 // coordinator set, for a part) and returns their wait group.
@@ -37,9 +43,7 @@ func (r *run) startProducing(prodCtx context.Context, c *collector) *sync.WaitGr
 		c.origin = r.startAt
 	}
 	c.lastAt = c.origin
-	// Producers start one millisecond after the origin so the first
-	// intended send time is never in the past.
-	start := c.origin + int64(time.Millisecond)
+	start := c.origin + int64(startDelay)
 	for _, p := range r.producers {
 		wg.Add(1)
 		go func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/accounting"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
+	"github.com/brokerbench/brokerbench/internal/pacer"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -201,6 +202,9 @@ type run struct {
 	startAt int64
 	// consumersReady is set once r.subs and r.consumers are complete.
 	consumersReady atomic.Bool
+	// pacing is the producers' total target rate over time, nil for as
+	// fast as they can (Workload.Pacing).
+	pacing pacer.Profile
 }
 
 // newRun fills in cfg's defaults and names the run's topics.
@@ -231,7 +235,7 @@ func newRun(cfg Config) *run {
 	if id == "" {
 		id = NewID()
 	}
-	r := &run{cfg: cfg, w: w, logf: func(string, ...any) {}}
+	r := &run{cfg: cfg, w: w, logf: func(string, ...any) {}, pacing: w.Pacing()}
 	if cfg.Log != nil {
 		r.logf = func(f string, a ...any) { fmt.Fprintf(cfg.Log, f+"\n", a...) }
 	}

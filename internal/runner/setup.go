@@ -227,8 +227,9 @@ func (r *run) reportEvery(interval time.Duration, what func() string) (stop func
 	}
 }
 
-// startProducers creates the producers, each with its share of the rate
-// and of the message limit, and its in-flight window.
+// startProducers creates the producers, each with its share of the
+// workload's pacing (pacer.Share) and of the message limit, and its
+// in-flight window.
 func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 	w := r.w
 	// At most 16384 messages in flight per producer: measured on 100-byte
@@ -254,7 +255,7 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 				limit++
 			}
 		}
-		pw := newProducerWorker(uint32(i), pacer.Split(w.ProducerRate, n, i), limit, keys, pool, inFlight)
+		pw := newProducerWorker(uint32(i), pacer.Share(r.pacing, n, i), limit, keys, pool, inFlight)
 		pw.record = !r.cfg.NoLatencyRecording
 		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {

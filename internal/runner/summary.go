@@ -43,9 +43,19 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if r.res.Backlog == nil && len(r.subs) > 0 && len(r.producers) > 0 {
 		m.ConsumersBehind = ConsumersBehind(m, r.res.Intervals, r.w.SubscriptionsPerTopic)
 	}
-	if rate := r.w.ProducerRate; rate > 0 && len(r.producers) > 0 {
+	if rate := r.targetRate(c); rate > 0 && len(r.producers) > 0 {
 		r.res.Target = JudgeTarget(m, TargetSpec{Rate: rate, MaxSendLag: r.cfg.MaxSendLag, Interval: r.cfg.Interval, SentAll: r.sentAll})
 	}
+}
+
+// targetRate is the rate the producers were to hold in the measurement:
+// the workload's constant rate, or a rate profile's mean over the
+// measured stretch; 0 when they send as fast as they can.
+func (r *run) targetRate(c *collector) float64 {
+	if r.w.ProducerRate > 0 || r.pacing == nil {
+		return r.w.ProducerRate
+	}
+	return meanTarget(r.pacing, c.origin, c.measureFrom, c.measureTo)
 }
 
 // count fills in the run's message accounting: the counters, failures by
