@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver/memory"
+	"github.com/brokerbench/brokerbench/internal/pacer"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -114,4 +115,10 @@ func measured(res *results.Run) []results.Interval {
 		}
 	}
 	return ivs
+}
+
+// BenchmarkProducerSendRamp is BenchmarkProducerSend's constant case on a
+// ramp shared by four producers, at rates no producer reaches.
+func BenchmarkProducerSendRamp(b *testing.B) {
+	benchmarkSend(b, pacer.Share(pacer.NewRamp(1e12, 2e12, time.Hour), 4, 1))
 }
