@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,22 +36,10 @@ func TestReadCurve(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.err)
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.err == "" && !equalPoints(got, tc.want):
+		case tc.err == "" && !slices.Equal(got, tc.want):
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-}
-
-func equalPoints(a, b []Point) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzReadCurve: any input is either a clear *CurveError or a curve that
