@@ -52,11 +52,16 @@ func (s Sine) Due(i uint64) time.Duration {
 		}
 		next := (lo + hi) / 2
 		if rate := s.Mean + s.Amplitude*math.Sin(2*math.Pi*t/p); rate > 0 {
-			if n := t - f/rate; n > lo && n < hi {
+			step := f / rate
+			if math.Abs(step) < 1e-10 {
+				t -= step
+				break
+			}
+			if n := t - step; n > lo && n < hi {
 				next = n
 			}
 		}
-		if math.Abs(next-t) < 1e-11 || hi-lo < 1e-11 {
+		if hi-lo < 1e-10 {
 			t = next
 			break
 		}
