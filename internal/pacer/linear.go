@@ -9,7 +9,8 @@ import (
 // Point is one point of a rate curve: the target rate, in sends per second,
 // at Seconds from the start.
 type Point struct {
-	Seconds, Rate float64
+	Seconds float64 `json:"seconds"`
+	Rate    float64 `json:"rate"`
 }
 
 // NewRamp returns a rate that goes linearly from from to to over over, then

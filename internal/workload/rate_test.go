@@ -1,9 +1,11 @@
 package workload
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,19 @@ func TestRateProfiles(t *testing.T) {
 		}
 		if got := w.Pacing().Due(tc.i); got != tc.want {
 			t.Errorf("%s: Due(%d) = %v, want %v", tc.name, tc.i, got, tc.want)
+		}
+		// The workload travels as JSON (results, distributed workers):
+		// the profile, a curve's points included, comes back the same.
+		data, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Workload
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back.RateProfile, w.RateProfile) {
+			t.Errorf("%s: %s came back as %+v", tc.name, data, back.RateProfile)
 		}
 	}
 }
