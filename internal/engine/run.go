@@ -133,8 +133,8 @@ func loadRunInput(path string, o *RunOptions) (*runInput, error) {
 		return nil, err
 	}
 	if o.FindMaxRate {
-		if w.MessageLimit > 0 || w.Producers() == 0 {
-			return nil, badInput(errors.New("--find-max-rate needs a workload with producers and no message limit"))
+		if w.MessageLimit > 0 || w.Producers() == 0 || w.RateProfile != nil {
+			return nil, badInput(errors.New("--find-max-rate needs a workload with producers, no message limit and no rateProfile"))
 		}
 		if in.slo, err = maxrate.ParseSLO(o.SLO); err != nil {
 			return nil, badInputf("--slo: %w", err)

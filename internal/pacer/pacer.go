@@ -1,6 +1,8 @@
 // Package pacer decides when each message is due. Schedules are absolute: the
-// i-th send is due at a fixed offset from the start, so a late send never
-// shifts the sends after it and the achieved rate cannot drift.
+// i-th send is due where the integral of the target rate from the start
+// reaches i, so a late send never shifts the sends after it and the achieved
+// rate cannot drift. A sender that is behind sends at once; its latency still
+// counts from the intended time.
 package pacer
 
 import (
@@ -16,8 +18,16 @@ type Pacer interface {
 	// duration when the schedule has no intended times (send as fast as
 	// possible).
 	Due(i uint64) time.Duration
-	// Rate returns the target rate in sends per second, or 0 for unlimited.
-	Rate() float64
+}
+
+// Profile is a target rate over time, for all producers together: its
+// Due(i) is the first offset at which Sends reaches i. Implementations are
+// immutable and safe for concurrent use.
+type Profile interface {
+	Pacer
+	// Sends returns the sends due in [0, t): the integral of the target
+	// rate, in sends, from the start to offset t (0 for t <= 0).
+	Sends(t time.Duration) float64
 }
 
 // Constant is a fixed-rate schedule: send i is due at Phase + i/PerSecond.
@@ -30,8 +40,9 @@ type Constant struct {
 }
 
 var (
-	_ Pacer = Constant{}
-	_ Pacer = Unlimited{}
+	_ Profile = Constant{}
+	_ Pacer   = Unlimited{}
+	_ Pacer   = share{}
 )
 
 // Due implements Pacer.
@@ -39,8 +50,10 @@ func (c Constant) Due(i uint64) time.Duration {
 	return c.Phase + time.Duration(math.Round(float64(i)*1e9/c.PerSecond))
 }
 
-// Rate implements Pacer.
-func (c Constant) Rate() float64 { return c.PerSecond }
+// Sends implements Profile.
+func (c Constant) Sends(t time.Duration) float64 {
+	return max(0, seconds(t-c.Phase)*c.PerSecond)
+}
 
 // Unlimited is the max-rate schedule: every send is due immediately.
 type Unlimited struct{}
@@ -48,17 +61,63 @@ type Unlimited struct{}
 // Due implements Pacer; it always returns -1.
 func (Unlimited) Due(uint64) time.Duration { return -1 }
 
-// Rate implements Pacer; it returns 0.
-func (Unlimited) Rate() float64 { return 0 }
-
-// Split divides a total rate over n producers. Producer k gets an equal share
-// with its schedule shifted by k/n of one interval. A total of 0 or less
-// means unlimited for everyone.
+// Split divides a total constant rate over n producers (see Share). A total
+// of 0 or less means unlimited for everyone.
 func Split(total float64, n, k int) Pacer {
-	if total <= 0 || n <= 0 {
+	if total <= 0 {
 		return Unlimited{}
 	}
-	per := total / float64(n)
-	phase := time.Duration(float64(k) / float64(n) * 1e9 / per)
-	return Constant{PerSecond: per, Phase: phase}
+	return Share(Constant{PerSecond: total}, n, k)
+}
+
+// Share is producer k's part of profile p shared by n producers: the
+// profile's sends k, k+n, k+2n and so on, so that the producers interleave
+// and together send exactly p's schedule. A nil p, or n of 0 or less,
+// means unlimited.
+func Share(p Profile, n, k int) Pacer {
+	if p == nil || n <= 0 {
+		return Unlimited{}
+	}
+	if c, ok := p.(Constant); ok {
+		// The same schedule without an indirection per send: producer k
+		// sends at the rate's n-th part, shifted by k of the total's
+		// intervals.
+		per := c.PerSecond / float64(n)
+		return Constant{PerSecond: per, Phase: c.Phase + time.Duration(float64(k)/float64(n)*1e9/per)}
+	}
+	return share{p: p, n: uint64(n), k: uint64(k)}
+}
+
+// share is Share of a profile other than Constant.
+type share struct {
+	p    Profile
+	n, k uint64
+}
+
+// Due implements Pacer.
+func (s share) Due(i uint64) time.Duration { return s.p.Due(i*s.n + s.k) }
+
+// TargetRate returns p's mean target rate over [from, to), in sends per
+// second; 0 when the stretch is empty.
+func TargetRate(p Profile, from, to time.Duration) float64 {
+	if to <= from {
+		return 0
+	}
+	return (p.Sends(to) - p.Sends(from)) / seconds(to-from)
+}
+
+// seconds converts d to seconds.
+func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
+
+// maxDue caps an intended offset (146 years), so that a start plus an
+// offset never overflows, however slow the rate.
+const maxDue = time.Duration(1 << 62)
+
+// offset converts seconds to a Duration, rounded to the nanosecond and at
+// most maxDue.
+func offset(s float64) time.Duration {
+	if ns := math.Round(s * 1e9); ns < float64(maxDue) {
+		return time.Duration(ns)
+	}
+	return maxDue
 }

@@ -34,8 +34,8 @@ func TestSplit(t *testing.T) {
 	// Two producers sharing 1000/s each send 500/s, interleaved: producer 1
 	// is shifted by half of its 2 ms interval.
 	p0, p1 := Split(1000, 2, 0), Split(1000, 2, 1)
-	if p0.Rate() != 500 || p1.Rate() != 500 {
-		t.Fatalf("rates %v %v", p0.Rate(), p1.Rate())
+	if p0.(Constant).PerSecond != 500 || p1.(Constant).PerSecond != 500 {
+		t.Fatalf("rates %v %v", p0, p1)
 	}
 	if p0.Due(1) != 2*time.Millisecond || p1.Due(0) != time.Millisecond || p1.Due(1) != 3*time.Millisecond {
 		t.Errorf("schedules not interleaved: %v %v %v", p0.Due(1), p1.Due(0), p1.Due(1))

@@ -227,6 +227,10 @@ type Interval struct {
 	EndSeconds   float64 `json:"end"`
 	Phase        Phase   `json:"phase"`
 	Backlog      int64   `json:"backlog"`
+	// TargetRate is the producers' mean target rate over the interval, in
+	// msg/s over all producers, beside the achieved PublishRate: 0 when
+	// they send as fast as they can, or no longer send.
+	TargetRate float64 `json:"targetRate,omitempty"`
 	Traffic
 	// System is the machine's and processes' resource use in the
 	// interval, when sampled.

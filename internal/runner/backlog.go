@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/clock"
@@ -12,12 +13,34 @@ import (
 // backlogMode reports whether the workload is a backlog test.
 func (r *run) backlogMode() bool { return r.w.ConsumerBacklogSizeGB > 0 }
 
-// backlogPhases runs a backlog test with the consumers paused by setup: the
-// producers fill each subscription's backlog to the target, the consumers
-// resume, and the drain lasts until the backlog is down to the drain level.
-// Producers keep their rate throughout (they stop only at their message
-// limit), so the drain measures how fast consumers catch up under load.
-// Each phase is bounded by BacklogTimeout. The drain is the measured phase.
+// backlog is the load shape of a backlog test (OMB's
+// consumerBacklogSizeGB), with the consumers paused by setup: the producers
+// fill each subscription's backlog to the target, the consumers resume, and
+// the drain lasts until the backlog is down to the drain level. Producers
+// keep their pace throughout (they stop only at their message limit), so
+// the drain measures how fast consumers catch up under load. Each phase is
+// bounded by BacklogTimeout. The drain is the measured phase.
+type backlog struct{ r *run }
+
+// finished implements executor: closed when the producers have returned,
+// which ends the build phase early.
+func (backlog) finished(_ context.Context, producers *sync.WaitGroup) <-chan struct{} {
+	return returned(producers)
+}
+
+// phases implements executor; a backlog test never counts as having sent
+// its whole limit, since its measurement is the drain.
+func (e backlog) phases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted, sentAll bool) {
+	return e.r.backlogPhases(ctx, c, finished), false
+}
+
+// drain implements executor (see run.drainAcked).
+func (e backlog) drain(ctx context.Context, c *collector, bound time.Duration) error {
+	return e.r.drainAcked(ctx, c, bound)
+}
+
+// backlogPhases builds the backlog and drains it (see backlog), and
+// reports whether ctx ended first.
 func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted bool) {
 	w := r.w
 	subs := int64(len(r.subs))
@@ -43,9 +66,7 @@ func (r *run) backlogPhases(ctx context.Context, c *collector, finished <-chan s
 	r.logf("backlog test: %d messages per subscription; resuming consumers", bt.PeakMessages)
 	c.measureStart, c.measureFrom, c.measuring = c.last, c.lastAt, true
 	r.startMeasuring(ctx, c)
-	for _, p := range r.pausers {
-		p.Resume()
-	}
+	r.resumeConsumers()
 	// While producers still send, messages between send and consumption
 	// are always in the backlog: the drain is complete at the drain level
 	// plus what was published in the last half second.

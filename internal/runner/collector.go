@@ -10,6 +10,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/metrics"
+	"github.com/brokerbench/brokerbench/internal/pacer"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -80,6 +81,9 @@ type collector struct {
 	// sample's due time and the moment it was taken: a process that cannot
 	// sample on time cannot send on time either.
 	lateMax int64
+	// pacing is the producers' total target while they produce (the
+	// workload's Pacing), for each interval's target rate; nil otherwise.
+	pacing pacer.Profile
 }
 
 // sample ends the current interval now, in phase: every histogram is cut at
@@ -97,8 +101,9 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 	cur := c.cur.summaries()
 	iv := results.Interval{
 		StartSeconds: float64(c.lastAt-c.origin) / 1e9, EndSeconds: float64(now-c.origin) / 1e9, Phase: phase,
-		Backlog: max(0, t.sent*int64(c.r.w.SubscriptionsPerTopic)-t.consumed),
-		Traffic: traffic(cur, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
+		Backlog:    max(0, t.sent*int64(c.r.w.SubscriptionsPerTopic)-t.consumed),
+		TargetRate: c.targetRate(c.lastAt, now),
+		Traffic:    traffic(cur, t.failed-c.last.failed, float64(now-c.lastAt)/1e9, c.r.w.MessageSize),
 	}
 	if c.r.cfg.SampleSystem != nil {
 		iv.System = c.r.cfg.SampleSystem()
@@ -120,6 +125,22 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		c.r.cfg.Progress(iv)
 	}
 	return iv
+}
+
+// targetRate returns the producers' mean target rate between clock times
+// from and to; 0 when they are not paced.
+func (c *collector) targetRate(from, to int64) float64 {
+	return meanTarget(c.pacing, c.origin, from, to)
+}
+
+// meanTarget returns p's mean rate between clock times from and to, for
+// producers whose schedules start startDelay after origin; 0 for a nil p.
+func meanTarget(p pacer.Profile, origin, from, to int64) float64 {
+	if p == nil {
+		return 0
+	}
+	start := origin + int64(startDelay)
+	return pacer.TargetRate(p, time.Duration(from-start), time.Duration(to-start))
 }
 
 // eachHistogram calls f with every client histogram and the interval

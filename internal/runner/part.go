@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/accounting"
@@ -148,10 +149,44 @@ func (r *run) keepRecords() {
 	}
 }
 
-// drainPart waits, sampling meanwhile, until the coordinator says every
-// subscription caught up (Part.CaughtUp) or ctx ends (bound is its
-// timeout, for the message).
-func (r *run) drainPart(ctx context.Context, c *collector, bound time.Duration) error {
+// partShare is the load shape of one process's share of a distributed
+// run: timed phases as in timed, which end as a run whose producers
+// finished only once every part's have (Part.AllSent), and a drain that
+// lasts until the coordinator says every subscription caught up
+// (Part.CaughtUp).
+type partShare struct{ r *run }
+
+// finished implements executor: once this part's producers have sent
+// their limit it tells the coordinator (Part.SentAll), and the channel
+// closes when every part's have.
+func (e partShare) finished(ctx context.Context, producers *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		producers.Wait()
+		if ctx.Err() != nil {
+			return // stopped, not finished: no limit was sent
+		}
+		e.r.part.SentAll()
+		select {
+		case <-e.r.part.AllSent:
+			close(done)
+		case <-ctx.Done():
+		}
+	}()
+	return done
+}
+
+// phases implements executor.
+func (e partShare) phases(ctx context.Context, c *collector, finished <-chan struct{}) (interrupted, sentAll bool) {
+	e.r.resumeConsumers()
+	return e.r.timedPhases(ctx, c, finished)
+}
+
+// drain implements executor: it waits, sampling meanwhile, until the
+// coordinator says every subscription caught up (Part.CaughtUp) or ctx
+// ends (bound is its timeout, for the error).
+func (e partShare) drain(ctx context.Context, c *collector, bound time.Duration) error {
+	r := e.r
 	if r.part.Draining != nil {
 		r.part.Draining()
 	}

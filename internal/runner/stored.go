@@ -98,3 +98,18 @@ func (s *storedCount) wait() (int64, error) {
 	}
 	return s.value.Load(), nil
 }
+
+// storedMessages asks the broker how many messages the run's topics hold.
+func (r *run) storedMessages(ctx context.Context, sc driver.WrittenCounter) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stored int64
+	for _, topic := range r.topics {
+		n, err := sc.Written(ctx, topic)
+		if err != nil {
+			return 0, err
+		}
+		stored += n
+	}
+	return stored, nil
+}

@@ -55,8 +55,11 @@ type Workload struct {
 	ConsumersPerSubscription int `json:"consumersPerSubscription"`
 
 	// ProducerRate is the total target rate in messages per second over all
-	// producers; 0 means as fast as possible.
+	// producers; 0 means as fast as possible, unless RateProfile is set.
 	ProducerRate float64 `json:"producerRate"`
+	// RateProfile, when set, is a total target rate that changes over
+	// time (ProducerRate is then 0); see Pacing.
+	RateProfile *RateProfile `json:"rateProfile,omitempty"`
 	// MessageLimit stops the producers after this many messages in total
 	// (0: no limit; the duration bounds the run).
 	MessageLimit int64 `json:"messageLimit,omitempty"`
@@ -218,7 +221,11 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 		w.Driver = d.driverConfig(v, false)
 	}
 	fields["faults"] = faultsField(&w.Faults)
-	d.mapping(root, "a brokerbench workload", fields)
+	fields["rateProfile"] = rateProfileField(&w.RateProfile)
+	seen := d.mapping(root, "a brokerbench workload", fields)
+	if seen["rate"] != nil && seen["rateProfile"] != nil {
+		d.fail(seen["rateProfile"], "rateProfile", "give either rate (a constant rate, line %d) or rateProfile, not both", seen["rate"].Line)
+	}
 	if w.Name == "" {
 		d.fail(root, "name", "missing: every workload needs a name")
 	}
@@ -402,6 +409,12 @@ func (w *Workload) Validate() error {
 			w.PayloadPoolSize, w.MessageSize, float64(pool)/(1<<20), MaxPayloadMemory>>20, MaxPayloadMemory/int64(w.MessageSize))
 	}
 	errs = append(errs, w.validateFaults()...)
+	if w.RateProfile != nil && w.ProducerRate > 0 {
+		bad("rateProfile", "give either rate (here %v msg/s, perhaps from --rate) or rateProfile, not both", w.ProducerRate)
+	}
+	if w.RateProfile != nil && w.Producers() == 0 {
+		bad("rateProfile", "the workload has no producers to follow it")
+	}
 	if w.ConsumerBacklogSizeGB > 0 && (w.Producers() == 0 || w.Consumers() == 0) {
 		bad("consumerBacklogSizeGB", "a backlog test needs producers and consumers")
 	}
