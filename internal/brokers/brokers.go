@@ -26,6 +26,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -60,6 +61,11 @@ type Module struct {
 	// driver (the memory broker): runs need neither an address nor a
 	// local cluster, and workers in other processes could not reach it.
 	InProcess bool
+	// Faults turns a fault schedule into faults on the broker drv
+	// reaches, for a broker brokerbench makes faults on without a local
+	// cluster (an in-process one); heal undoes what the faults left done.
+	// Optional: without it, faults need a local cluster.
+	Faults func(drv driver.Driver, schedule []workload.Fault) (sched []faults.Scheduled, heal func(), err error)
 
 	// Metrics is how the broker's nodes' own metrics are read; nil when
 	// they have none, and NoMetrics says why.

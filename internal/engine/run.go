@@ -221,7 +221,7 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 	tgt.metricsURLs = o.BrokerMetrics
 	tgt.wantCluster(o.Local.Brokers, nil, w)
 	tgt.local.Links = tgt.local.Links || o.Local.Links
-	if len(w.Faults) > 0 && !tgt.usesLocal(dc) {
+	if len(w.Faults) > 0 && !tgt.usesLocal(dc) && !makesOwnFaults(dc.Name) {
 		return badInputf("%s: the workload has a fault schedule; %s", w.Source, faultsNeedLocal(dc.Name))
 	}
 	ses := newSession(io, tgt, sig)
@@ -272,13 +272,18 @@ func runOutputs(io IO, out, ombOut string) []output.Output {
 	return outs
 }
 
+// makesOwnFaults reports whether the driver's broker takes faults
+// without a local cluster (its module makes them: the memory broker).
+func makesOwnFaults(driverName string) bool {
+	reg, _ := brokers.Lookup(driverName)
+	return reg.Faults != nil
+}
+
 // faultsNeedLocal says why a fault schedule cannot run on the driver's
 // target, and what to do.
 func faultsNeedLocal(driverName string) string {
 	reg, _ := brokers.Lookup(driverName)
 	switch {
-	case reg.InProcess:
-		return fmt.Sprintf("faults act on the local clusters brokerbench starts, and the %s driver's broker is in brokerbench's own process: use a driver with a local cluster", driverName)
 	case reg.EndpointSetting != "":
 		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", reg.EndpointSetting)
 	}

@@ -108,7 +108,7 @@ func (s *session) measure(spec runSpec) (*results.Run, *output.Manager, error) {
 	if err := outs.Start(head); err != nil {
 		return nil, nil, badInput(err)
 	}
-	schedule, err := s.tgt.faultsFor(spec.w, drv)
+	schedule, err := s.tgt.faultsFor(spec.w, spec.dc, drv)
 	if err != nil {
 		return nil, outs, err
 	}

@@ -54,6 +54,9 @@ type Target struct {
 	metricsURLs []string
 	// connected are the options of the last driver connect made.
 	connected driver.Options
+	// healInProcess undoes what faults on an in-process broker left
+	// done (nil: nothing to undo).
+	healInProcess func()
 }
 
 // takeFresh reports whether the local cluster was just started, once.
@@ -349,11 +352,20 @@ func (t *Target) describeLocal() string {
 		n, strings.Join(t.status.Bootstrap, ","), links)
 }
 
-// faultsFor returns w's fault schedule as faults on the local cluster,
-// which drv is connected to.
-func (t *Target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Scheduled, error) {
+// faultsFor returns w's fault schedule as faults on the local cluster
+// drv is connected to, or, for a broker whose module makes its own faults
+// (an in-process one, driver config dc), as that module's faults.
+func (t *Target) faultsFor(w *workload.Workload, dc *workload.DriverConfig, drv driver.Driver) ([]faults.Scheduled, error) {
 	if len(w.Faults) == 0 {
 		return nil, nil
+	}
+	if reg, _ := brokers.Lookup(dc.Name); t.cluster == nil && reg.Faults != nil {
+		sched, heal, err := reg.Faults(drv, w.Faults)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("%s: %w", w.Source, err))
+		}
+		t.healInProcess = heal
+		return sched, nil
 	}
 	if t.cluster == nil {
 		return nil, badInput(fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts, and this run goes to %s: leave out --broker",
@@ -370,6 +382,10 @@ func (t *Target) faultsFor(w *workload.Workload, drv driver.Driver) ([]faults.Sc
 // heal brings the local cluster back after a run with faults: killed nodes
 // restarted, paused ones resumed.
 func (t *Target) heal(ctx context.Context) {
+	if t.healInProcess != nil {
+		t.healInProcess()
+		t.healInProcess = nil
+	}
 	if t.cluster == nil {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -55,6 +56,17 @@ type Broker struct {
 	// nextSlot is the earliest time the next message may be stored under
 	// Ceiling; guarded by mu.
 	nextSlot time.Time
+	// up is closed while the broker serves; Stop replaces it with an open
+	// channel, which Start closes. Guarded by mu, as is stopped.
+	up      chan struct{}
+	stopped bool
+	// epoch counts the resets of the clients' connections (Reset): a
+	// message sent before the latest reset and not yet stored fails, as
+	// does every message while refusing is set (Refuse).
+	epoch    atomic.Int64
+	refusing atomic.Bool
+	// linkDelay is the delay a fault adds to Delay, in nanoseconds.
+	linkDelay atomic.Int64
 }
 
 type topic struct {
@@ -76,7 +88,67 @@ type group struct {
 
 // NewBroker returns an empty broker.
 func NewBroker() *Broker {
-	return &Broker{topics: map[string]*topic{}, changed: make(chan struct{})}
+	up := make(chan struct{})
+	close(up)
+	return &Broker{topics: map[string]*topic{}, changed: make(chan struct{}), up: up}
+}
+
+// ErrConnectionReset fails the messages that were on their way to the
+// broker when a fault reset the clients' connections.
+var ErrConnectionReset = errors.New("connection to the memory broker reset")
+
+// Stop makes the broker stop serving, as a killed or paused process: it
+// stores no message and delivers none until Start. Messages on their way
+// wait, and acknowledgements already sent still arrive. Nothing is lost:
+// the logs are in this process.
+func (b *Broker) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped {
+		b.stopped, b.up = true, make(chan struct{})
+	}
+}
+
+// Start makes a stopped broker serve again; it does nothing to a serving
+// one.
+func (b *Broker) Start() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		b.stopped = false
+		close(b.up)
+		b.wake()
+	}
+}
+
+// Reset fails every message on its way to the broker, as the reset of
+// the clients' connections would; later messages are served.
+func (b *Broker) Reset() { b.epoch.Add(1) }
+
+// Refuse, while on, fails every message that reaches the broker, as a
+// broker that resets each new connection would.
+func (b *Broker) Refuse(on bool) { b.refusing.Store(on) }
+
+// SetLinkDelay adds d to the one-way time between the clients and the
+// broker, from now on, as a delayed link would (0 removes it).
+func (b *Broker) SetLinkDelay(d time.Duration) { b.linkDelay.Store(int64(d)) }
+
+// oneWay is the time a message or an acknowledgement takes between a
+// client and the broker now.
+func (b *Broker) oneWay() time.Duration { return b.Delay + time.Duration(b.linkDelay.Load()) }
+
+// waitServing returns true once the broker serves, or false if quit is
+// closed first.
+func (b *Broker) waitServing(quit <-chan struct{}) bool {
+	b.mu.Lock()
+	up := b.up
+	b.mu.Unlock()
+	select {
+	case <-up:
+		return true
+	case <-quit:
+		return false
+	}
 }
 
 // ErrUnreachable is returned by every call to an unreachable broker.
@@ -185,7 +257,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	n := max(1, spec.MaxInFlight)
 	p := &producer{
 		b: d.b, topic: spec.Topic, ack: ack, queue: make(chan pending, n), acks: make(chan pending, n),
-		done: make(chan struct{}),
+		done: make(chan struct{}), closing: make(chan struct{}),
 	}
 	go p.run()
 	go p.acknowledge()
@@ -198,15 +270,20 @@ type pending struct {
 	m   *driver.Message
 	at  time.Time
 	err error
+	// epoch is the broker's reset count when the message was sent.
+	epoch int64
 }
 
 type producer struct {
-	b        *Broker
-	topic    string
-	ack      driver.AckFunc
-	queue    chan pending // to the broker
-	acks     chan pending // back to the producer
-	done     chan struct{}
+	b     *Broker
+	topic string
+	ack   driver.AckFunc
+	queue chan pending // to the broker
+	acks  chan pending // back to the producer
+	done  chan struct{}
+	// closing is closed when Close begins: messages waiting for a
+	// stopped broker then fail.
+	closing  chan struct{}
 	mu       sync.Mutex
 	closed   bool
 	inFlight sync.WaitGroup
@@ -226,7 +303,7 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	p.inFlight.Add(1)
 	p.mu.Unlock()
 	select {
-	case p.queue <- pending{m: m, at: time.Now().Add(p.b.Delay)}:
+	case p.queue <- pending{m: m, at: time.Now().Add(p.b.oneWay()), epoch: p.b.epoch.Load()}:
 	case <-ctx.Done():
 		p.ack(m, ctx.Err())
 		p.inFlight.Done()
@@ -239,9 +316,17 @@ func (p *producer) run() {
 	defer close(p.acks)
 	for s := range p.queue {
 		sleepUntil(s.at)
+		serving := p.b.waitServing(p.closing)
 		sleepUntil(p.b.slot())
-		s.err = p.b.append(p.topic, s.m)
-		s.at = time.Now().Add(p.b.Delay)
+		switch {
+		case !serving:
+			s.err = ErrClosed
+		case s.epoch != p.b.epoch.Load() || p.b.refusing.Load():
+			s.err = ErrConnectionReset
+		default:
+			s.err = p.b.append(p.topic, s.m)
+		}
+		s.at = time.Now().Add(p.b.oneWay())
 		p.acks <- s
 	}
 }
@@ -309,8 +394,9 @@ func (b *Broker) append(name string, m *driver.Message) error {
 
 func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.inFlight) }
 
-// Close fails nothing in flight that was already queued: the queue is
-// drained (every message acknowledged or failed) before Close returns.
+// Close drains the queue before it returns: every message in flight is
+// acknowledged, or failed (with ErrClosed if it waits for a stopped
+// broker).
 func (p *producer) Close() {
 	p.mu.Lock()
 	if p.closed {
@@ -318,6 +404,7 @@ func (p *producer) Close() {
 		return
 	}
 	p.closed = true
+	close(p.closing)
 	p.mu.Unlock()
 	// Sends that passed the closed check finish queueing first.
 	p.inFlight.Wait()
@@ -402,7 +489,7 @@ func (c *consumer) run() {
 		var value []byte
 		lane := int32(-1)
 		var soonest time.Time // when the next message on its way arrives
-		if ok && !c.paused {
+		if ok && !c.paused && !c.b.stopped {
 			now := time.Now()
 			for _, p := range c.assigned() {
 				off := c.g.offsets[p]
@@ -410,7 +497,7 @@ func (c *consumer) run() {
 					continue
 				}
 				e := t.logs[p][off]
-				if arrives := e.at.Add(c.b.Delay); arrives.After(now) {
+				if arrives := e.at.Add(c.b.oneWay()); arrives.After(now) {
 					if soonest.IsZero() || arrives.Before(soonest) {
 						soonest = arrives
 					}

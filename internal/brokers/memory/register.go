@@ -14,7 +14,7 @@ import (
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "memory", New: New, InProcess: true, Capabilities: Capabilities,
+		Name: "memory", New: New, InProcess: true, Capabilities: Capabilities, Faults: Faults,
 		NoLocal:   "the memory broker lives in brokerbench's own process",
 		NoMetrics: "the memory broker has no nodes: its costs are the driver config's",
 		Docs:      "docs/drivers/memory.md",
