@@ -10,7 +10,8 @@ import (
 // weight exactly (to the payload), with sizes inside the bucket's range.
 func TestBucketsPoolMatchesWeights(t *testing.T) {
 	s := Sizes{Buckets: []Bucket{{Min: 100, Max: 200, Weight: 70}, {Min: 1000, Max: 1000, Weight: 20}, {Min: 5000, Max: 9000, Weight: 10}}}
-	pool, err := Generate(Spec{Sizes: s, PoolSize: 1000, Seed: 3})
+	generated, err := Generate(Spec{Sizes: s, PoolSize: 1000, Seed: 3})
+	pool := generated.Payloads
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestCompressibilityReached(t *testing.T) {
 	for _, codec := range Codecs() {
 		for _, target := range []float64{0.3, 0.6, 0.9} {
 			for _, size := range []int{1024, 10240} {
-				p, err := GeneratePool(Spec{Size: size, PoolSize: 65536 / size, Seed: 5, Compress: &Compressibility{Codec: codec, Ratio: target}})
+				p, err := Generate(Spec{Size: size, PoolSize: 65536 / size, Seed: 5, Compress: &Compressibility{Codec: codec, Ratio: target}})
 				if err != nil {
 					t.Fatalf("%s %.1f at %d B: %v", codec, target, size, err)
 				}
@@ -131,7 +132,8 @@ func TestCompressibilityUnreachable(t *testing.T) {
 // TestRandomPayloadsDoNotCompress: the default payloads are the
 // incompressible end the target exists to move away from.
 func TestRandomPayloadsDoNotCompress(t *testing.T) {
-	pool, err := Generate(Spec{Size: 1024, RandomRatio: 1, PoolSize: 32, Seed: 1})
+	generated, err := Generate(Spec{Size: 1024, RandomRatio: 1, PoolSize: 32, Seed: 1})
+	pool := generated.Payloads
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +148,11 @@ func TestRandomPayloadsDoNotCompress(t *testing.T) {
 // are distinct, and every producer shares them.
 func TestZipfKeysFollowTheLaw(t *testing.T) {
 	spec := KeySpec{Mode: ZipfKey, Count: 1000, ZipfS: 1}
-	a, err := NewKeysOf(spec, 1)
+	a, err := NewKeys(spec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := NewKeysOf(spec, 2)
+	b, _ := NewKeys(spec, 2)
 	seen := map[string]int{}
 	const draws = 200_000
 	for range draws {
@@ -181,7 +183,7 @@ func TestZipfKeysFollowTheLaw(t *testing.T) {
 // TestKeyModes: round robin cycles through Count keys; uniform uses them
 // all; no key gives nil; bad specs are refused.
 func TestKeyModes(t *testing.T) {
-	rr, err := NewKeysOf(KeySpec{Mode: RoundRobin, Count: 3}, 1)
+	rr, err := NewKeys(KeySpec{Mode: RoundRobin, Count: 3}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestKeyModes(t *testing.T) {
 	if got := string(rr.Next()); got != first {
 		t.Errorf("round robin over 3 keys gave %q fourth, want %q again", got, first)
 	}
-	u, _ := NewKeysOf(KeySpec{Mode: RandomKey, Count: 50}, 1)
+	u, _ := NewKeys(KeySpec{Mode: RandomKey, Count: 50}, 1)
 	seen := map[string]bool{}
 	for range 5000 {
 		seen[string(u.Next())] = true
@@ -199,11 +201,11 @@ func TestKeyModes(t *testing.T) {
 	if len(seen) != 50 {
 		t.Errorf("uniform over 50 keys used %d", len(seen))
 	}
-	if k, _ := NewKeys(NoKey, 1); k.Next() != nil {
+	if k, _ := NewKeys(KeySpec{Mode: NoKey}, 1); k.Next() != nil {
 		t.Error("NO_KEY gave a key")
 	}
 	for _, bad := range []KeySpec{{Mode: "HASH"}, {Mode: ZipfKey}, {Mode: RandomKey, Count: MaxKeyCount + 1}} {
-		if _, err := NewKeysOf(bad, 1); err == nil {
+		if _, err := NewKeys(bad, 1); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -211,7 +213,7 @@ func TestKeyModes(t *testing.T) {
 
 // BenchmarkZipfKey: choosing a Zipf key allocates nothing.
 func BenchmarkZipfKey(b *testing.B) {
-	k, err := NewKeysOf(KeySpec{Mode: ZipfKey, Count: MaxKeyCount, ZipfS: 1.1}, 1)
+	k, err := NewKeys(KeySpec{Mode: ZipfKey, Count: MaxKeyCount, ZipfS: 1.1}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -234,7 +236,8 @@ func FuzzSizes(f *testing.F) {
 		if logNormal {
 			s = Sizes{LogNormal: &LogNormal{Median: median, Sigma: sigma, Min: lo, Max: hi}}
 		}
-		got, err := Generate(Spec{Sizes: s, PoolSize: pool})
+		generated, err := Generate(Spec{Sizes: s, PoolSize: pool})
+		got := generated.Payloads
 		if err != nil {
 			return
 		}

@@ -127,17 +127,10 @@ type Keys struct {
 	rng  *rand.Rand
 }
 
-// NewKeys returns the keys of one producer for mode, among
-// DefaultKeyCount keys. seed makes the random choice among them
-// reproducible.
-func NewKeys(mode KeyMode, seed uint64) (*Keys, error) {
-	return NewKeysOf(KeySpec{Mode: mode}, seed)
-}
-
-// NewKeysOf returns the keys of one producer for s. seed makes the random
+// NewKeys returns the keys of one producer for s. seed makes the random
 // choice among the keys reproducible; the keys themselves are the same for
 // every producer and seed.
-func NewKeysOf(s KeySpec, seed uint64) (*Keys, error) {
+func NewKeys(s KeySpec, seed uint64) (*Keys, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

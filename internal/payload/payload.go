@@ -39,17 +39,11 @@ type Pool struct {
 	Ratio float64
 }
 
-// Generate returns the payload pool described by s. Each payload is Size
-// bytes long, or of a size from s.Sizes; the first HeaderSize bytes are
-// left for Put to overwrite.
-func Generate(s Spec) ([][]byte, error) {
-	p, err := GeneratePool(s)
-	return p.Payloads, err
-}
-
-// GeneratePool is Generate that also says what it measured of the pool:
-// the compression ratio reached for s.Compress.
-func GeneratePool(s Spec) (Pool, error) {
+// Generate returns the payload pool described by s: each payload Size
+// bytes long, or of a size from s.Sizes, its first HeaderSize bytes left
+// for Put to overwrite; and what was measured of it (the compression
+// ratio reached for s.Compress).
+func Generate(s Spec) (Pool, error) {
 	if s.Sizes.IsZero() && s.Size < HeaderSize {
 		return Pool{}, fmt.Errorf("message size %d is below the %d-byte brokerbench header: use a size of at least %d", s.Size, HeaderSize, HeaderSize)
 	}

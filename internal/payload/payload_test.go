@@ -34,7 +34,8 @@ func TestParseRejects(t *testing.T) {
 
 func TestGenerateCompressibility(t *testing.T) {
 	ratio := func(random float64) float64 {
-		pool, err := Generate(Spec{Size: 4096, RandomRatio: random, PoolSize: 4, Seed: 1})
+		generated, err := Generate(Spec{Size: 4096, RandomRatio: random, PoolSize: 4, Seed: 1})
+		pool := generated.Payloads
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	k, err := NewKeys(RoundRobin, 1)
+	k, err := NewKeys(KeySpec{Mode: RoundRobin}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +80,11 @@ func TestKeys(t *testing.T) {
 	if string(k.Next()) != first {
 		t.Error("round robin did not cycle after DefaultKeyCount keys")
 	}
-	none, _ := NewKeys(NoKey, 1)
+	none, _ := NewKeys(KeySpec{Mode: NoKey}, 1)
 	if none.Next() != nil {
 		t.Error("NO_KEY gave a key")
 	}
-	if _, err := NewKeys("BOGUS", 1); err == nil {
+	if _, err := NewKeys(KeySpec{Mode: "BOGUS"}, 1); err == nil {
 		t.Error("accepted an unknown mode")
 	}
 }

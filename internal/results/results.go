@@ -68,6 +68,25 @@ type Run struct {
 	// over the workers.
 	Distributed *Distribution `json:"distributed,omitempty"`
 	Warnings    []string      `json:"warnings,omitempty"`
+	// Payloads describes the payload pool a run with a size distribution
+	// or a compressibility target sent; nil for one size of random or
+	// file payload.
+	Payloads *Payloads `json:"payloads,omitempty"`
+}
+
+// Payloads is what was measured of a run's payload pool.
+type Payloads struct {
+	// Count is the number of distinct payloads; MinBytes, MeanBytes and
+	// MaxBytes their sizes, header included.
+	Count     int     `json:"count"`
+	MinBytes  int     `json:"minBytes"`
+	MeanBytes float64 `json:"meanBytes"`
+	MaxBytes  int     `json:"maxBytes"`
+	// Codec and CompressionRatio: the compressed size over the original
+	// size of the pool, measured in producer-sized batches with the codec
+	// the workload's compressibility names (empty: none asked).
+	Codec            string  `json:"codec,omitempty"`
+	CompressionRatio float64 `json:"compressionRatio,omitempty"`
 }
 
 // Distribution describes a run spread over workers.

@@ -37,8 +37,15 @@ func PrintSummary(out io.Writer, r *Run) {
 	for _, n := range w.Notes {
 		fmt.Fprintf(out, "   note: %s\n", n)
 	}
-	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %d B messages, %d producer(s), %d consumer(s), ",
-		w.Topics, w.PartitionsPerTopic, w.MessageSize, w.Producers(), w.Consumers())
+	size := fmt.Sprintf("%d B messages", w.MessageSize)
+	if p := r.Payloads; p != nil && p.MinBytes != p.MaxBytes {
+		size = fmt.Sprintf("messages of %d-%d B (mean %.0f B)", p.MinBytes, p.MaxBytes, p.MeanBytes)
+	}
+	if p := r.Payloads; p != nil && p.Codec != "" {
+		size += fmt.Sprintf(" compressing to %.2f with %s", p.CompressionRatio, p.Codec)
+	}
+	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %d consumer(s), ",
+		w.Topics, w.PartitionsPerTopic, size, w.Producers(), w.Consumers())
 	if w.ProducerRate > 0 {
 		fmt.Fprintf(out, "target %.0f msg/s\n", w.ProducerRate)
 	} else {

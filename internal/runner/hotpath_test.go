@@ -64,7 +64,7 @@ func BenchmarkProducerSend(b *testing.B) {
 
 // benchmarkSend runs a producer paced by p for b.N messages.
 func benchmarkSend(b *testing.B, p pacer.Pacer) {
-	keys, err := payload.NewKeys(payload.RoundRobin, 1)
+	keys, err := payload.NewKeys(payload.KeySpec{Mode: payload.RoundRobin}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

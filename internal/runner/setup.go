@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/pacer"
 	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // setupReportEvery is how often a setup that waits for consumers says
@@ -32,15 +35,16 @@ func (r *run) setup(ctx context.Context) (created []string, err error) {
 	}()
 	w, d := r.w, r.cfg.Driver
 	if c, ok := d.(driver.Checker); ok {
-		if err := c.Check(ctx, driver.CheckSpec{MessageSize: w.MessageSize, ExistingTopics: r.cfg.ExistingTopics}); err != nil {
+		if err := c.Check(ctx, driver.CheckSpec{MessageSize: w.MaxMessageSize(), ExistingTopics: r.cfg.ExistingTopics}); err != nil {
 			return nil, err
 		}
 	}
 	// Payloads first: a workload that cannot have them leaves no topic.
-	pool, err := payload.Generate(payload.Spec{Size: w.MessageSize, RandomRatio: w.PayloadRandomRatio, PoolSize: w.PayloadPoolSize, File: w.PayloadFile, Seed: w.Seed})
+	pool, err := payload.Generate(w.PayloadSpec())
 	if err != nil {
 		return nil, err
 	}
+	r.res.Payloads = payloadStats(w, pool)
 	created, err = r.createTopics(ctx)
 	if err != nil {
 		return created, err
@@ -48,7 +52,7 @@ func (r *run) setup(ctx context.Context) (created []string, err error) {
 	if err := r.startConsumers(ctx); err != nil {
 		return created, err
 	}
-	return created, r.startProducers(ctx, pool)
+	return created, r.startProducers(ctx, pool.Payloads)
 }
 
 // createTopics creates the run's topics, unless it uses existing ones, and
@@ -244,7 +248,7 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 		if !r.runsProducer(i) {
 			continue
 		}
-		keys, err := payload.NewKeys(w.KeyDistributor, w.Seed+uint64(i))
+		keys, err := payload.NewKeys(w.Keys(), w.Seed+uint64(i))
 		if err != nil {
 			return err
 		}
@@ -257,7 +261,7 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 		}
 		pw := newProducerWorker(uint32(i), pacer.Share(r.pacing, n, i), limit, keys, pool, inFlight)
 		pw.record = !r.cfg.NoLatencyRecording
-		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MessageSize, MaxInFlight: inFlight}, pw.onAck)
+		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MaxMessageSize(), MaxInFlight: inFlight}, pw.onAck)
 		if err != nil {
 			return fmt.Errorf("producer %d: %w", i, err)
 		}
@@ -265,4 +269,23 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 		r.producers = append(r.producers, pw)
 	}
 	return nil
+}
+
+// payloadStats describes the pool of a run whose payloads vary in size or
+// compress to a target; nil for the others.
+func payloadStats(w *workload.Workload, pool payload.Pool) *results.Payloads {
+	if w.MessageSizes == nil && w.Compressibility == nil {
+		return nil
+	}
+	st := &results.Payloads{Count: len(pool.Payloads), MinBytes: math.MaxInt, CompressionRatio: pool.Ratio}
+	var sum float64
+	for _, p := range pool.Payloads {
+		st.MinBytes, st.MaxBytes = min(st.MinBytes, len(p)), max(st.MaxBytes, len(p))
+		sum += float64(len(p))
+	}
+	st.MeanBytes = sum / float64(len(pool.Payloads))
+	if w.Compressibility != nil {
+		st.Codec = w.Compressibility.Codec
+	}
+	return st
 }

@@ -49,6 +49,21 @@ type Workload struct {
 	// PayloadFile, when set, is the absolute path of the payload to send.
 	PayloadFile    string          `json:"payloadFile,omitempty"`
 	KeyDistributor payload.KeyMode `json:"keyDistributor"`
+	// MessageSizes, when set, gives each message a size from a
+	// distribution; MessageSize is then the mean size of the payload
+	// pool, which byte rates are computed with.
+	MessageSizes *payload.Sizes `json:"messageSizes,omitempty"`
+	// Compressibility, when set, is the ratio the payloads compress to
+	// with a codec, in place of PayloadRandomRatio.
+	Compressibility *payload.Compressibility `json:"compressibility,omitempty"`
+	// KeyCount is the number of distinct keys a keyed distributor
+	// chooses among (0: payload.DefaultKeyCount); KeyZipfExponent the
+	// ZIPF distributor's exponent.
+	KeyCount        int     `json:"keyCount,omitempty"`
+	KeyZipfExponent float64 `json:"keyZipfExponent,omitempty"`
+	// meanSize is the MessageSize Validate set from MessageSizes (0:
+	// none yet): a later MessageSize that differs was set by hand.
+	meanSize int
 
 	ProducersPerTopic        int `json:"producersPerTopic"`
 	SubscriptionsPerTopic    int `json:"subscriptionsPerTopic"`
@@ -222,7 +237,14 @@ func (d *decoder) native(root *yaml.Node) *Workload {
 	}
 	fields["faults"] = faultsField(&w.Faults)
 	fields["rateProfile"] = rateProfileField(&w.RateProfile)
+	fields["messageSizes"] = messageSizesField(&w.MessageSizes)
+	fields["compressibility"] = compressibilityField(&w.Compressibility)
 	seen := d.mapping(root, "a brokerbench workload", fields)
+	for _, pair := range [][2]string{{"messageSize", "messageSizes"}, {"payloadRandomRatio", "compressibility"}} {
+		if seen[pair[0]] != nil && seen[pair[1]] != nil {
+			d.fail(seen[pair[1]], pair[1], "give either %s (line %d) or %s, not both", pair[0], seen[pair[0]].Line, pair[1])
+		}
+	}
 	if seen["rate"] != nil && seen["rateProfile"] != nil {
 		d.fail(seen["rateProfile"], "rateProfile", "give either rate (a constant rate, line %d) or rateProfile, not both", seen["rate"].Line)
 	}
@@ -246,7 +268,9 @@ func nativeFields(w *Workload) map[string]fieldSetter {
 		"payloadRandomRatio":       floatField(&w.PayloadRandomRatio, 0, 1),
 		"payloadPoolSize":          intField(&w.PayloadPoolSize, 1, 100000),
 		"payloadFile":              stringField(&w.PayloadFile),
-		"keyDistributor":           keyField(&w.KeyDistributor),
+		"keyDistributor":           keyField(&w.KeyDistributor, true),
+		"keyCount":                 intField(&w.KeyCount, 1, payload.MaxKeyCount),
+		"keyZipfExponent":          floatField(&w.KeyZipfExponent, 1e-3, 10),
 		"producersPerTopic":        intField(&w.ProducersPerTopic, 0, 10000),
 		"subscriptionsPerTopic":    intField(&w.SubscriptionsPerTopic, 0, 1000),
 		"consumersPerSubscription": intField(&w.ConsumersPerSubscription, 0, 10000),
@@ -279,10 +303,16 @@ func (w *Workload) SetField(where string, line int, name, value string) error {
 	return errors.Join(d.errs...)
 }
 
-func keyField(dst *payload.KeyMode) fieldSetter {
+// keyField decodes a key distributor: OMB's three, and in brokerbench's
+// own format (native) ZIPF too.
+func keyField(dst *payload.KeyMode, native bool) fieldSetter {
+	allowed := []string{string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey)}
+	if native {
+		allowed = append(allowed, string(payload.ZipfKey))
+	}
 	return func(d *decoder, key string, v *yaml.Node) {
 		var s string
-		enumField(&s, string(payload.NoKey), string(payload.RoundRobin), string(payload.RandomKey))(d, key, v)
+		enumField(&s, allowed...)(d, key, v)
 		if s != "" {
 			*dst = payload.KeyMode(s)
 		}
@@ -324,7 +354,7 @@ func (d *decoder) omb(root *yaml.Node) *Workload {
 		"name":                      stringField(&w.Name),
 		"topics":                    intField(&w.Topics, 1, 10000),
 		"partitionsPerTopic":        intField(&w.PartitionsPerTopic, 1, 100000),
-		"keyDistributor":            keyField(&w.KeyDistributor),
+		"keyDistributor":            keyField(&w.KeyDistributor, false),
 		"messageSize":               intField(&w.MessageSize, payload.HeaderSize, 100<<20),
 		"useRandomizedPayloads":     boolField(&randomized),
 		"randomBytesRatio":          floatField(&w.PayloadRandomRatio, 0, 1),
@@ -397,6 +427,7 @@ func (w *Workload) Validate() error {
 	if w.Warmup < 0 {
 		bad("warmup", "must not be negative")
 	}
+	w.validateTraffic(bad)
 	if w.MessageSize < payload.HeaderSize {
 		bad("messageSize", "must be at least %d bytes (the brokerbench header)", payload.HeaderSize)
 	}
