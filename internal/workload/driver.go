@@ -116,7 +116,8 @@ func ombDriverName(class string) (string, bool, []string) {
 // Kafka driver refuses them as unknown).
 // A list (OMB's amqpUris) is kept as its items joined by commas.
 var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle",
-	"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize"}
+	"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize",
+	"nsqdHost", "lookupHost"}
 
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {

@@ -1,0 +1,141 @@
+package nsq
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// server is the nsqd the tests start, on a port of their own, when the
+// first test that needs it asks.
+var server = testbroker.NewLazyLocal("nsq", 39150)
+
+func TestMain(m *testing.M) { server.Main(m) }
+
+// httpAddr is the test nsqd's HTTP address, which the driver is given.
+func httpAddr(t *testing.T) string {
+	t.Helper()
+	return server.Get(t).Cluster.Nodes()[0].Addr("http")
+}
+
+// TestConformance: the NSQ driver passes the driver contract's
+// conformance suite against a real nsqd.
+func TestConformance(t *testing.T) {
+	brokertest.Run(t, "nsq", drivertest.Target{
+		Connect: func(t *testing.T) driver.Driver {
+			d, err := New(&workload.DriverConfig{Name: "nsq", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{httpAddr(t)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		Unreachable: func(*testing.T) (driver.Driver, error) {
+			return New(&workload.DriverConfig{Name: "nsq", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+		},
+	})
+}
+
+// TestOMBDriverFile: OMB's NSQ driver file, as OMB ships it, loads and
+// names nsqd's host with nsqdHost (its HTTP API on NSQ's port 4151).
+func TestOMBDriverFile(t *testing.T) {
+	text, err := os.ReadFile("testdata/omb-nsq.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := workload.ParseDriver("nsq.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc.Name != "nsq" {
+		t.Fatalf("OMB's class maps to driver %q; want nsq", dc.Name)
+	}
+	cfg, err := parseConfig(dc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.httpAddr != "localhost:4151" {
+		t.Errorf("nsqdHost: localhost gives nsqd's HTTP API at %q; want localhost:4151", cfg.httpAddr)
+	}
+}
+
+// TestSettings: the driver's settings, their defaults and its refusals.
+func TestSettings(t *testing.T) {
+	prop := func(k, v string) workload.Properties {
+		return workload.Properties{{Key: k, Value: v, File: "d.yaml", Line: 3}}
+	}
+	cases := []struct {
+		name      string
+		common    workload.Properties
+		consumer  workload.Properties
+		endpoints []string
+		addr      string // the HTTP address used
+		inFlight  int
+		err       string // a part of the error; "" for none
+	}{
+		// Nothing given: nsqd's default HTTP port on loopback.
+		{name: "defaults", addr: "127.0.0.1:4151", inFlight: 1000},
+		// An endpoint given on the command line wins over the file's.
+		{name: "endpoint", common: prop("nsqdHttpAddress", "10.0.0.1:4151"), endpoints: []string{"10.0.0.2:9151"}, addr: "10.0.0.2:9151", inFlight: 1000},
+		// The driver reaches one nsqd.
+		{name: "two endpoints", endpoints: []string{"a:1", "b:1"}, err: "one nsqd"},
+		// maxInFlight is at least 1.
+		{name: "maxInFlight 0", consumer: prop("maxInFlight", "0"), err: "d.yaml:3"},
+		{name: "maxInFlight", consumer: prop("maxInFlight", "50"), addr: "127.0.0.1:4151", inFlight: 50},
+		// A misspelled setting is refused with a suggestion.
+		{name: "misspelled", consumer: prop("maxInFlght", "5"), err: `did you mean "maxInFlight"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "d.yaml", Common: c.common, Consumer: c.consumer}, c.endpoints)
+			switch {
+			case c.err != "":
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("error %v; want one containing %q", err, c.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case cfg.httpAddr != c.addr || cfg.maxInFlight != c.inFlight:
+				t.Errorf("address %q, maxInFlight %d; want %q, %d", cfg.httpAddr, cfg.maxInFlight, c.addr, c.inFlight)
+			}
+		})
+	}
+}
+
+// TestNames: names nsqd would refuse are refused before a request, with
+// what it takes.
+func TestNames(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "nsq", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range []string{"", "a topic", strings.Repeat("x", 65)} {
+		if err := d.CreateTopic(ctx, driver.TopicSpec{Name: name, Partitions: 1}); err == nil || !strings.Contains(err.Error(), "1 to 64") {
+			t.Errorf("topic %q: %v", name, err)
+		}
+	}
+}
+
+// TestBrokerVersion: the version nsqd reports.
+func TestBrokerVersion(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "nsq", Source: "test"}, driver.Options{Endpoints: []string{httpAddr(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := d.BrokerVersion(ctx); err != nil || v != "NSQ "+Version {
+		t.Errorf("BrokerVersion = %q, %v", v, err)
+	}
+}
