@@ -45,13 +45,20 @@ var settings = map[string]map[string]string{
 		// nsqlookupd's, which brokerbench's consumers do not need.
 		"nsqdHost": "", "lookupHost": "",
 	},
-	"consumer": {"maxInFlight": "1000"}, // messages a consumer holds unfinished (RDY)
+	"consumer": {
+		"maxInFlight": "1000", // messages a consumer holds unfinished (RDY)
+		// nsqd's buffering of what it sends a consumer: flushed when full
+		// or after the timeout (go-nsq's defaults).
+		"outputBufferSize": "16384", "outputBufferTimeoutMs": "250",
+	},
 }
 
 type config struct {
-	httpAddr    string
-	maxInFlight int
-	effective   map[string]workload.Properties
+	httpAddr            string
+	maxInFlight         int
+	outputBufferSize    int // -1: none
+	outputBufferTimeout time.Duration
+	effective           map[string]workload.Properties
 }
 
 // parseConfig validates every setting of dc; endpoints, when given, are
@@ -70,6 +77,10 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 		}
 	}
 	c.maxInFlight = s.Int("consumer", "maxInFlight", 1)
+	if c.outputBufferSize = s.Int("consumer", "outputBufferSize", -1); c.outputBufferSize >= 0 && c.outputBufferSize < 64 {
+		s.Fail("consumer", "outputBufferSize", "nsqd takes -1 (no buffer) or 64 bytes and more")
+	}
+	c.outputBufferTimeout = time.Duration(s.Int("consumer", "outputBufferTimeoutMs", 1)) * time.Millisecond
 	if err := errors.Join(append(errs, s.Err())...); err != nil {
 		return nil, err
 	}
@@ -377,6 +388,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	}
 	cfg := clientConfig()
 	cfg.MaxInFlight = d.cfg.maxInFlight
+	cfg.OutputBufferSize, cfg.OutputBufferTimeout = int64(d.cfg.outputBufferSize), d.cfg.outputBufferTimeout
 	nc, err := gonsq.NewConsumer(spec.Topic, spec.Subscription, cfg)
 	if err != nil {
 		return nil, err

@@ -89,6 +89,9 @@ func TestSettings(t *testing.T) {
 		// maxInFlight is at least 1.
 		{name: "maxInFlight 0", consumer: prop("maxInFlight", "0"), err: "d.yaml:3"},
 		{name: "maxInFlight", consumer: prop("maxInFlight", "50"), addr: "127.0.0.1:4151", inFlight: 50},
+		// nsqd takes an output buffer of -1 (none) or 64 bytes and more.
+		{name: "outputBufferSize -1", consumer: prop("outputBufferSize", "-1"), addr: "127.0.0.1:4151", inFlight: 1000},
+		{name: "outputBufferSize 10", consumer: prop("outputBufferSize", "10"), err: "d.yaml:3"},
 		// A misspelled setting is refused with a suggestion.
 		{name: "misspelled", consumer: prop("maxInFlght", "5"), err: `did you mean "maxInFlight"`},
 	}
