@@ -260,6 +260,9 @@ func clientConfig() *gonsq.Config {
 	// Never drop a message however often it was redelivered (go-nsq
 	// finishes it unread after 5 attempts by default).
 	c.MaxAttempts = 0
+	// A consumer whose nsqd went away tries again every second (go-nsq
+	// waits a minute by default).
+	c.LookupdPollInterval = time.Second
 	return c
 }
 
@@ -294,26 +297,43 @@ type producer struct {
 	ack   driver.AckFunc
 	// ackMu makes the AckFunc calls of the acknowledging goroutine and
 	// of Send serial.
-	ackMu   sync.Mutex
-	done    chan *gonsq.ProducerTransaction
-	acked   chan struct{}
+	ackMu sync.Mutex
+	done  chan *gonsq.ProducerTransaction
+	acked chan struct{}
+	// mu guards closed, so that no Send counts a message pending once
+	// Close waits for them.
+	mu      sync.Mutex
+	closed  bool
 	pending sync.WaitGroup
 	closing sync.Once
 }
 
 // Send implements driver.Producer.
 func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.acknowledgeOne(m, sendError{gonsq.ErrStopped})
+		return
+	}
 	p.pending.Add(1)
+	p.mu.Unlock()
 	if err := p.np.PublishAsync(p.topic, m.Value, p.done, m); err != nil {
 		p.settle(m, sendError{err})
 	}
 }
 
-// settle calls the AckFunc for m and counts it done.
-func (p *producer) settle(m *driver.Message, err error) {
+// acknowledgeOne calls the AckFunc for m, never at once with another
+// call.
+func (p *producer) acknowledgeOne(m *driver.Message, err error) {
 	p.ackMu.Lock()
 	p.ack(m, err)
 	p.ackMu.Unlock()
+}
+
+// settle calls the AckFunc for a pending message m and counts it done.
+func (p *producer) settle(m *driver.Message, err error) {
+	p.acknowledgeOne(m, err)
 	p.pending.Done()
 }
 
@@ -338,6 +358,9 @@ func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx
 // returns.
 func (p *producer) Close() {
 	p.closing.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
 		p.np.Stop()
 		p.pending.Wait()
 		close(p.done)
@@ -356,8 +379,10 @@ func (e sendError) Unwrap() error { return e.err }
 func (e sendError) Kind() string {
 	var ne net.Error
 	switch {
-	case errors.Is(e.err, gonsq.ErrStopped), errors.Is(e.err, gonsq.ErrNotConnected):
+	case errors.Is(e.err, gonsq.ErrStopped):
 		return "CLOSED"
+	case errors.Is(e.err, gonsq.ErrNotConnected):
+		return "NOT_CONNECTED"
 	case errors.As(e.err, &ne):
 		return "NETWORK"
 	}

@@ -2,10 +2,14 @@ package nsq
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	gonsq "github.com/nsqio/go-nsq"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -140,5 +144,25 @@ func TestBrokerVersion(t *testing.T) {
 	defer cancel()
 	if v, err := d.BrokerVersion(ctx); err != nil || v != "NSQ "+Version {
 		t.Errorf("BrokerVersion = %q, %v", v, err)
+	}
+}
+
+// TestSendErrorKind: send failures are counted by nsqd's error code or
+// by condition.
+func TestSendErrorKind(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{gonsq.ErrStopped, "CLOSED"},                                                      // the producer was closed
+		{gonsq.ErrNotConnected, "NOT_CONNECTED"},                                          // its connection was lost
+		{gonsq.ErrProtocol{Reason: "E_BAD_MESSAGE PUB message too big"}, "E_BAD_MESSAGE"}, // nsqd refused it
+		{&net.OpError{Op: "dial", Err: errors.New("refused")}, "NETWORK"},
+		{errors.New("something"), "other"},
+	}
+	for _, c := range cases {
+		if got := (sendError{c.err}).Kind(); got != c.want {
+			t.Errorf("%v: kind %q; want %q", c.err, got, c.want)
+		}
 	}
 }
