@@ -166,3 +166,25 @@ func TestSendErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck: a message larger than nsqd's --max-msg-size (1 MiB by
+// default) and a missing existing topic are input errors before a run.
+func TestCheck(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "nsq", Source: "test"}, driver.Options{Endpoints: []string{httpAddr(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := d.(driver.Checker)
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 1 << 20}); err != nil {
+		t.Errorf("1 MiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 1<<20 + 1}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "--max-msg-size of 1048576") {
+		t.Errorf("a message over the limit: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{"bb-check-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), `"bb-check-missing" does not exist`) {
+		t.Errorf("a missing topic: %v", err)
+	}
+}
