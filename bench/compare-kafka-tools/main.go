@@ -121,15 +121,15 @@ func (e *env) producers(size int) []tool {
 			return e.java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", strconv.FormatInt(n, 10),
 				"--record-size", strconv.Itoa(size), "--throughput", "-1", "--producer-props", "bootstrap.servers="+e.addr, "acks=1")
 		}, Rate: producerPerformanceRate},
-		{Name: "brokerbench", Cmd: bb(), Rate: e.brokerbenchRate("publish")},
-		{Name: "brokerbench, recording off", Cmd: bb("--no-latency-recording"), Rate: e.brokerbenchRate("publish")},
+		{Name: "brokerbench", Cmd: bb(), Rate: e.brokerbenchRate("publish"), Measured: toolcompare.BrokerbenchVerdicts},
+		{Name: "brokerbench, recording off", Cmd: bb("--no-latency-recording"), Rate: e.brokerbenchRate("publish"), Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {
-		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("publish")})
+		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("publish"), Measured: toolcompare.BrokerbenchVerdicts})
 	}
 	return tools
 }
@@ -147,13 +147,13 @@ func (e *env) consumers(size int) []tool {
 			return e.java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", e.addr, "--topic", topic,
 				"--messages", strconv.FormatInt(n, 10), "--group", fmt.Sprintf("cp-%d", time.Now().UnixNano()), "--timeout", "60000")
 		}, Rate: consumerPerformanceRate},
-		{Name: "brokerbench", Cmd: bbAs("brokerbench"), Rate: e.brokerbenchRate("consume")},
+		{Name: "brokerbench", Cmd: bbAs("brokerbench"), Rate: e.brokerbenchRate("consume"), Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "consume", "-broker", e.addr, "-topic", topic, "-records", strconv.FormatInt(n, 10)}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {
-		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("consume")})
+		tools = append(tools, tool{Name: toolcompare.BaselineTool(e.baseline), Cmd: bbAs("brokerbench-baseline"), Rate: e.brokerbenchRate("consume"), Measured: toolcompare.BrokerbenchVerdicts})
 	}
 	return tools
 }

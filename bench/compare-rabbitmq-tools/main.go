@@ -126,7 +126,7 @@ func (e *env) tools(size int) []toolcompare.Tool {
 		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
 			return []string{filepath.Join(e.dir, "brokerbench"), "run", wl, "--broker", e.addr,
 				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, Rate: e.brokerbenchRate},
+		}, Rate: e.brokerbenchRate, Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare amqp091-go", Cmd: func(queue string, n int64) []string {
 			return []string{filepath.Join(e.dir, "bareamqp"), "-uri", e.uri, "-queue", queue,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}

@@ -93,7 +93,7 @@ func compare(ctx context.Context, o toolcompare.Options, dir, bench, addr string
 				return 0, err
 			}
 			return res.Measured.PublishRate, nil
-		}},
+		}, Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare go-redis", Cmd: func(stream string, n int64) []string {
 			return []string{filepath.Join(dir, "bareredis"), "-addr", addr, "-stream", stream,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
