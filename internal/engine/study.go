@@ -15,6 +15,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/report"
@@ -44,6 +45,8 @@ type StudyOptions struct {
 	// MetricsAddr, if set, serves live metrics of the run in progress.
 	MetricsAddr string
 	Local       LocalOptions
+	// History is where the study's runs are recorded once written.
+	History history.Recording
 }
 
 // DefaultStudyOptions are the options of a study the user says nothing
@@ -182,6 +185,7 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 	if idx == nil {
 		return failed(err)
 	}
+	recordStudy(io.Err, o.History, dir, idx)
 	return p.finish(ctx, io, idx, dir, time.Since(start), err)
 }
 

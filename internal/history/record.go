@@ -252,3 +252,33 @@ func latencies(f map[string]float64, prefix string, l metrics.Latency) {
 		f[prefix+"."+q.name] = q.v
 	}
 }
+
+// Recording is where runs are recorded, and the labels their records get.
+type Recording struct {
+	// Path is the store; "" records nothing.
+	Path   string
+	Labels map[string]string
+}
+
+// Stored is a run and the path its results were written to.
+type Stored struct {
+	Run  *results.Run
+	Path string
+}
+
+// Add records the runs not recorded yet, in one append, and returns how
+// many it added.
+func (rc Recording) Add(runs ...Stored) (int, error) {
+	if rc.Path == "" || len(runs) == 0 {
+		return 0, nil
+	}
+	recs := make([]Record, 0, len(runs))
+	for _, s := range runs {
+		rec, err := FromRun(s.Run, s.Path, rc.Labels)
+		if err != nil {
+			return 0, fmt.Errorf("history: %s: %w", s.Path, err)
+		}
+		recs = append(recs, rec)
+	}
+	return Open(rc.Path).Add(recs...)
+}
