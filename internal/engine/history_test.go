@@ -10,6 +10,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -58,5 +59,33 @@ func TestHistoryFailureIsAWarning(t *testing.T) {
 	recordHistory(&w, history.Recording{Path: filepath.Join(blocker, "history.jsonl")}, history.Stored{Run: res, Path: "r.json"})
 	if !strings.Contains(w.String(), "warning: not recorded in the history") {
 		t.Errorf("said %q", w.String())
+	}
+}
+
+// TestStudyIsRecorded records a study's done runs once: again after a
+// resumed study, nothing is added; partial and failed runs are not.
+func TestStudyIsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"a", "b"} {
+		res := &results.Run{Schema: results.Schema, ID: id, Workload: &workload.Workload{Name: "w"}, Study: &results.StudyRun{Name: "s", Key: id, Brokers: 3}}
+		if err := results.Write(filepath.Join(dir, "runs", id+".json"), res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx := &study.Index{Runs: []study.Entry{
+		{Key: "a", Status: study.Done, File: "runs/a.json"},
+		{Key: "b", Status: study.Partial, File: "runs/b.json"},
+		{Key: "c", Status: study.Failed},
+	}}
+	rc := history.Recording{Path: filepath.Join(dir, "history.jsonl")}
+	var w strings.Builder
+	recordStudy(&w, rc, dir, idx)
+	recordStudy(&w, rc, dir, idx)
+	c, err := history.Open(rc.Path).Records()
+	if err != nil || len(c.Records) != 1 || w.Len() != 0 {
+		t.Fatalf("history %+v, %v; said %q", c, err, w.String())
+	}
+	if r := c.Records[0]; r.ID != "a" || r.Study != "s/a" || r.Env.Nodes != 3 {
+		t.Errorf("record %+v", r)
 	}
 }
