@@ -50,7 +50,12 @@ type Change struct {
 	// Last is the last run before the change, First the first after it.
 	Last, First Record
 	// Changed is what differs between Last and First besides figures.
+	// When nothing does, it is the nearest change between two runs in a
+	// row within the segments on either side (a change point may be
+	// placed a run or two off), and Offset says where: the runs
+	// series[Index+Offset-1] and series[Index+Offset].
 	Changed []Difference
+	Offset  int
 	// Regression is a regression of at least the threshold.
 	Regression bool
 }
@@ -96,12 +101,13 @@ func Check(recs []Record, o CheckOptions) (*Checked, error) {
 			}
 			short = false
 			for _, cp := range cps {
-				last, first := runs[cp.Index-1], runs[cp.Index]
-				out.Changes = append(out.Changes, Change{
+				ch := Change{
 					Series: s.Key, Title: s.Title(), Metric: m, ChangePoint: cp,
-					Last: last, First: first, Changed: Diff(&last, &first),
+					Last: runs[cp.Index-1], First: runs[cp.Index],
 					Regression: cp.Effect == changepoint.Regression && math.Abs(cp.RelativeShift) >= o.Threshold,
-				})
+				}
+				ch.Changed, ch.Offset = explain(runs, cp)
+				out.Changes = append(out.Changes, ch)
 			}
 		}
 		if short {
@@ -109,6 +115,23 @@ func Check(recs []Record, o CheckOptions) (*Checked, error) {
 		}
 	}
 	return out, nil
+}
+
+// explain returns what changed between the runs on either side of cp or,
+// if nothing did, the nearest change between two runs in a row within the
+// segments around it, and its offset from cp.Index.
+func explain(runs []Record, cp changepoint.ChangePoint) ([]Difference, int) {
+	for d := 0; d < cp.After.End-cp.Before.Start; d++ {
+		for _, i := range []int{cp.Index - d, cp.Index + d} {
+			if i <= cp.Before.Start || i >= cp.After.End {
+				continue
+			}
+			if diffs := Diff(&runs[i-1], &runs[i]); len(diffs) > 0 {
+				return diffs, i - cp.Index
+			}
+		}
+	}
+	return nil, 0
 }
 
 // Report prints the check's change points, each with its size, its
@@ -130,8 +153,15 @@ func (c *Checked) Report(w io.Writer, threshold float64) error {
 		if len(ch.Changed) == 0 {
 			fmt.Fprintln(w, "  nothing recorded changed between these runs: the broker, the machine or the network changed unseen, or it is noise")
 		}
+		where := ""
+		switch {
+		case ch.Offset < 0:
+			where = fmt.Sprintf(" %d run(s) before the change point", -ch.Offset)
+		case ch.Offset > 0:
+			where = fmt.Sprintf(" %d run(s) after the change point", ch.Offset)
+		}
 		for _, d := range ch.Changed {
-			fmt.Fprintf(w, "  changed: %s %s -> %s\n", d.What, orNone(d.A), orNone(d.B))
+			fmt.Fprintf(w, "  changed%s: %s %s -> %s\n", where, d.What, orNone(d.A), orNone(d.B))
 		}
 	}
 	for _, s := range c.Short {

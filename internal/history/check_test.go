@@ -85,6 +85,16 @@ func TestCheck(t *testing.T) {
 			wantErr: ErrRegression,
 		},
 		{
+			// The setting changed a run before the latency rose (a change
+			// point may be placed a run off): the nearest change is named,
+			// and where.
+			name:    "nearest change",
+			recs:    append(append(series(day, 0, 9, 2, nil), series(day, 9, 1, 2, lingerUp)...), series(day, 10, 10, 10, lingerUp)...),
+			opts:    CheckOptions{Metrics: []string{"publish.p99"}, Threshold: 0.05},
+			want:    []string{"  from run run-10", "  changed 1 run(s) before the change point: setting producer/linger.ms 5 -> 50"},
+			wantErr: ErrRegression,
+		},
+		{
 			// A flat series has no change point.
 			name: "flat",
 			recs: series(day, 0, 20, 2, nil),
