@@ -10,7 +10,6 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/results"
-	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -62,25 +61,18 @@ func TestHistoryFailureIsAWarning(t *testing.T) {
 	}
 }
 
-// TestStudyIsRecorded records a study's done runs once: again after a
-// resumed study, nothing is added; partial and failed runs are not.
-func TestStudyIsRecorded(t *testing.T) {
+// TestStudyRunsAreRecorded: a study's complete runs are recorded as they
+// are written, a partial one not.
+func TestStudyRunsAreRecorded(t *testing.T) {
 	dir := t.TempDir()
-	for _, id := range []string{"a", "b"} {
-		res := &results.Run{Schema: results.Schema, ID: id, Workload: &workload.Workload{Name: "w"}, Study: &results.StudyRun{Name: "s", Key: id, Brokers: 3}}
-		if err := results.Write(filepath.Join(dir, "runs", id+".json"), res); err != nil {
-			t.Fatal(err)
-		}
-	}
-	idx := &study.Index{Runs: []study.Entry{
-		{Key: "a", Status: study.Done, File: "runs/a.json"},
-		{Key: "b", Status: study.Partial, File: "runs/b.json"},
-		{Key: "c", Status: study.Failed},
-	}}
 	rc := history.Recording{Path: filepath.Join(dir, "history.jsonl")}
 	var w strings.Builder
-	recordStudy(&w, rc, dir, idx)
-	recordStudy(&w, rc, dir, idx)
+	stored := studyRecorder(&w, rc)
+	for _, id := range []string{"a", "b"} {
+		res := &results.Run{Schema: results.Schema, ID: id, Workload: &workload.Workload{Name: "w"}, Study: &results.StudyRun{Name: "s", Key: id, Brokers: 3}}
+		res.Partial = id == "b"
+		stored(res, filepath.Join(dir, "runs", id+".json"))
+	}
 	c, err := history.Open(rc.Path).Records()
 	if err != nil || len(c.Records) != 1 || w.Len() != 0 {
 		t.Fatalf("history %+v, %v; said %q", c, err, w.String())

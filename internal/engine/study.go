@@ -178,14 +178,13 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 	exec := p.executor(ses, workers)
 	start := time.Now()
 	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
-	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
+	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err, Stored: studyRecorder(io.Err, o.History)})
 	if rerr := tgt.release(); rerr != nil {
 		fmt.Fprintf(io.Err, "warning: %v\n", rerr)
 	}
 	if idx == nil {
 		return failed(err)
 	}
-	recordStudy(io.Err, o.History, dir, idx)
 	return p.finish(ctx, io, idx, dir, time.Since(start), err)
 }
 
