@@ -98,6 +98,7 @@ type filterFlags struct {
 	labels                           []string
 }
 
+// add adds the filter flags to fl; what says what they select.
 func (f *filterFlags) add(fl *pflag.FlagSet, what string) {
 	fl.StringVar(&f.workload, "workload", "", what+" of this workload (its name)")
 	fl.StringVar(&f.broker, "broker", "", what+" on this broker (its driver's name: kafka, rabbitmq, memory, ...)")
@@ -106,6 +107,7 @@ func (f *filterFlags) add(fl *pflag.FlagSet, what string) {
 	fl.StringArrayVar(&f.labels, "label", nil, what+" with this label, key=value (repeatable)")
 }
 
+// filter is the filter the flags make.
 func (f *filterFlags) filter() (history.Filter, error) {
 	labels, err := history.Labels(f.labels)
 	if err != nil {
@@ -118,10 +120,12 @@ func (f *filterFlags) filter() (history.Filter, error) {
 	return history.Filter{Workload: f.workload, Broker: f.broker, Version: f.version, Since: since, Labels: labels}, nil
 }
 
+// readHistory reads the history the command names.
 type readHistory func() (*history.Contents, error)
 
 func newHistoryListCmd(io IO, read readHistory) *cobra.Command {
 	var f filterFlags
+	var last int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the runs of the history, oldest first",
@@ -137,11 +141,16 @@ func newHistoryListCmd(io IO, read readHistory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			history.PrintList(io.Out, c.Select(flt))
+			recs := c.Select(flt)
+			if last > 0 && len(recs) > last {
+				recs = recs[len(recs)-last:]
+			}
+			history.PrintList(io.Out, recs)
 			return nil
 		},
 	}
 	f.add(cmd.Flags(), "runs")
+	cmd.Flags().IntVar(&last, "last", 0, "only the most recent N runs of those selected (0: all)")
 	return cmd
 }
 

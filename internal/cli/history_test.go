@@ -96,6 +96,11 @@ func TestHistoryCommandErrors(t *testing.T) {
 			t.Errorf("history %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, stdout, stderr)
 		}
 	}
+	for _, cmd := range []string{"run", "study"} {
+		if code, _, stderr := execute(cmd, "x.yaml", "--label", "novalue"); code != ExitInvalidInput || !strings.Contains(stderr, "want key=value") {
+			t.Errorf("%s --label novalue: exit %d\n%s", cmd, code, stderr)
+		}
+	}
 	t.Setenv(history.PathEnv, "off")
 	if code, _, stderr := execute("history", "list"); code != ExitInvalidInput || !strings.Contains(stderr, "no history") {
 		t.Errorf("history list with the history off: exit %d\n%s", code, stderr)
