@@ -54,6 +54,18 @@ func TestFromRun(t *testing.T) {
 	if b, _ := FromRun(r, "r.json", nil); b.Benchmark == a.Benchmark {
 		t.Error("the message size did not change the benchmark")
 	}
+	// A study's sweep point is a benchmark; its iterations repeat it.
+	r = testRun("c")
+	r.Study = &results.StudyRun{Name: "s", Setup: "x", Params: []results.Param{{Name: "acks", Value: "1"}}, Iteration: 1}
+	c, _ := FromRun(r, "r.json", nil)
+	r.Study.Iteration = 2
+	if d, _ := FromRun(r, "r.json", nil); d.Benchmark != c.Benchmark || c.Benchmark == a.Benchmark {
+		t.Error("an iteration changed the benchmark, or a study's run is the same benchmark as a run alone")
+	}
+	r.Study.Params[0].Value = "all"
+	if d, _ := FromRun(r, "r.json", nil); d.Benchmark == c.Benchmark {
+		t.Error("a swept parameter did not change the benchmark")
+	}
 }
 
 // TestImport imports a study directory holding a results file and its OMB

@@ -38,9 +38,10 @@ type Record struct {
 	Workload string `json:"workload"`
 	Broker   string `json:"broker"`
 	// Benchmark identifies what was asked of the broker: a hash of the
-	// workload's settings (its name, description and notes left out) with
-	// the driver's name, message format and replication factor. Runs with
-	// the same Benchmark and Nodes form a series.
+	// workload's settings (its description, notes and source left out)
+	// with the driver's name, message format and replication factor, and
+	// for a run of a study the study's name, setup and swept parameters.
+	// Runs with the same Benchmark and Nodes form a series.
 	Benchmark string `json:"benchmark"`
 	// Settings are the driver's effective settings, "section/key" to value
 	// (secrets redacted): the tuning that may change along a series.
@@ -172,8 +173,9 @@ func nodes(r *results.Run) int {
 }
 
 // benchmarkHash hashes what the run asked of the broker: its workload's
-// settings, without the fields that only describe it, and the driver's
-// name, format and replication factor.
+// settings, without the fields that only describe it, the driver's name,
+// format and replication factor, and for a run of a study the study, its
+// setup and the swept parameters' values.
 func benchmarkHash(r *results.Run) string {
 	var w map[string]any
 	data, _ := json.Marshal(r.Workload)
@@ -182,6 +184,11 @@ func benchmarkHash(r *results.Run) string {
 		delete(w, k)
 	}
 	id := map[string]any{"workload": w, "driver": r.Driver.Name, "format": r.Driver.Format, "replicationFactor": r.Driver.ReplicationFactor}
+	if s := r.Study; s != nil {
+		// A study's swept parameters may be driver settings: each point of
+		// the sweep is a benchmark of its own. Iterations repeat one.
+		id["study"] = map[string]any{"name": s.Name, "setup": s.Setup, "params": s.Params}
+	}
 	data, _ = json.Marshal(id) // map keys are sorted: the same settings give the same bytes
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:12]
