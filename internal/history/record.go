@@ -18,9 +18,10 @@ import (
 	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
-// Version is the record format this build writes. Every version it reads
-// is upgraded to it by upgrade; testdata/v1.jsonl holds version 1 records,
-// which every later build must still read.
+// Version is the record format this build writes. It is the first: a
+// later version upgrades older records as decodeRecord reads them, and
+// testdata/v1.jsonl holds version 1 records that every later build must
+// still read (TestReadsVersion1).
 const Version = 1
 
 // Record is one run as the history remembers it.

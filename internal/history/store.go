@@ -16,8 +16,8 @@
 // line: readers skip lines that do not decode and count them (Records'
 // damaged count), and the next writer starts a new line first, so a torn
 // line never spoils a record written after it. Records carry their format
-// version ("v"); a reader upgrades the versions it knows and skips, and
-// counts, newer ones (written by a later brokerbench).
+// version ("v"); a reader skips, and counts, records of a version newer
+// than its own (written by a later brokerbench).
 //
 // Queries read the whole file and filter in memory. On a 2-core machine
 // busy with other work (load 6), BenchmarkRecords reads 5000 records of
