@@ -24,7 +24,9 @@ import (
 // still read (TestReadsVersion1).
 const Version = 1
 
-// Record is one run as the history remembers it.
+// Record is one run as the history remembers it. Version and ID are its
+// first two fields, so that they open every line of the store: Add reads
+// the ids there (prefixID).
 type Record struct {
 	// Version is the format version ("v"); Add sets it.
 	Version int    `json:"v"`
