@@ -113,6 +113,7 @@ fuzz:
 	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube/kubeapi -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/distributed -run '^$$' -fuzz '^FuzzDecodeAssignment$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/history -run '^$$' -fuzz '^FuzzFromOMB$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brokerbench/brokerbench/internal/engine"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
@@ -29,6 +30,9 @@ const (
 	// the figures describe a shared machine, not the broker (also a
 	// max-rate search that could not measure for that reason).
 	ExitDisturbed = 7
+	// ExitRegression: history check found a regression beyond its
+	// threshold.
+	ExitRegression = 8
 )
 
 // IO holds the streams commands use.
@@ -69,6 +73,8 @@ func exitCode(err error) int {
 		return status.Code
 	case isUsage(err) && !engine.IsKinded(err):
 		return ExitInvalidInput
+	case errors.Is(err, history.ErrRegression):
+		return ExitRegression
 	}
 	return exitCodes[engine.KindOf(err)]
 }
@@ -95,6 +101,6 @@ accounting. It reads its own workload format and OpenMessaging Benchmark files.`
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newCleanCmd(io), newVersionCmd(io), newWorkerCmd(io), newK8sCmd(io))
+	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newCleanCmd(io), newVersionCmd(io), newWorkerCmd(io), newK8sCmd(io), newHistoryCmd(io))
 	return root
 }

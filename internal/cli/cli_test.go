@@ -14,6 +14,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/all"
 
 	"github.com/brokerbench/brokerbench/internal/engine"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/study"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -45,6 +46,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(engine.RegistryEnv, dir)
+	// and a history of their own.
+	os.Setenv(history.PathEnv, filepath.Join(dir, history.FileName))
 	lazyBroker.Main(m, func() { os.RemoveAll(dir) })
 }
 

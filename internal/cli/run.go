@@ -12,6 +12,7 @@ import (
 func newRunCmd(io IO) *cobra.Command {
 	o := engine.DefaultRunOptions()
 	var quiet bool
+	var hist historyFlags
 	cmd := &cobra.Command{
 		Use:   "run WORKLOAD.yaml",
 		Short: "Run one workload against a broker and write its results",
@@ -54,6 +55,10 @@ measures).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Overrides, o.Given, o.Progress = overrides(cmd), cmd.Flags().Changed, o.Progress && !quiet
 			given(cmd, &o.Local)
+			var err error
+			if o.History, err = hist.recording(); err != nil {
+				return err
+			}
 			return engine.Run(cmd.Context(), io, args[0], o)
 		},
 	}
@@ -62,6 +67,7 @@ measures).`,
 	addTiming(fl, &o)
 	addBrokerMetrics(fl, &o.BrokerMetrics)
 	addLocalTarget(fl, &o.Local)
+	addHistoryFlags(fl, &hist)
 	fl.StringVarP(&o.DriverFile, "driver", "d", o.DriverFile, "driver config file (OMB or brokerbench format); default: the workload's inline driver, else Kafka")
 	fl.StringVar(&o.Broker, "broker", o.Broker, "broker address(es), comma-separated; overrides the driver config")
 	fl.StringVarP(&o.Out, "out", "o", o.Out, "results JSON path (default results/<workload>-<run id>.json)")

@@ -8,6 +8,7 @@ import (
 
 func newStudyCmd(io IO) *cobra.Command {
 	o := engine.DefaultStudyOptions()
+	var hist historyFlags
 	cmd := &cobra.Command{
 		Use:   "study STUDY.yaml",
 		Short: "Run every run of a study (workloads x setups x sweep x iterations) into one results directory",
@@ -32,6 +33,10 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 		Args: oneArg("study file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			given(cmd, &o.Local)
+			var err error
+			if o.History, err = hist.recording(); err != nil {
+				return err
+			}
 			return engine.Study(cmd.Context(), io, args[0], o)
 		},
 	}
@@ -45,5 +50,6 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve live figures of the run in progress for Prometheus on http://ADDR/metrics while the study lasts")
 	fl.BoolVarP(&o.Quiet, "quiet", "q", o.Quiet, "no progress lines and no line per run: only the study's outcome (as 'run --quiet')")
 	addLocalTarget(fl, &o.Local)
+	addHistoryFlags(fl, &hist)
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/maxrate"
 	"github.com/brokerbench/brokerbench/internal/output"
@@ -65,6 +66,8 @@ type RunOptions struct {
 	Progress bool
 	Local    LocalOptions
 	Workers  WorkerOptions
+	// History is where the run is recorded once its results are written.
+	History history.Recording
 	// Given reports whether the user set the option of this name (its
 	// flag's); nil: none was set.
 	Given func(name string) bool
@@ -258,6 +261,9 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 			return runErr
 		}
 		return WithKind(KindOf(runErr), setupAdvice(runErr))
+	}
+	if storeErr == nil {
+		recordHistory(io.Err, o.History, history.Stored{Run: res, Path: out})
 	}
 	return verdict(res, runErr, storeErr)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/livemetrics"
 	"github.com/brokerbench/brokerbench/internal/output"
 	"github.com/brokerbench/brokerbench/internal/report"
@@ -44,6 +45,8 @@ type StudyOptions struct {
 	// MetricsAddr, if set, serves live metrics of the run in progress.
 	MetricsAddr string
 	Local       LocalOptions
+	// History is where the study's runs are recorded once written.
+	History history.Recording
 }
 
 // DefaultStudyOptions are the options of a study the user says nothing
@@ -175,7 +178,7 @@ func Study(ctx context.Context, io IO, path string, o StudyOptions) error {
 	exec := p.executor(ses, workers)
 	start := time.Now()
 	fmt.Fprintf(chat.Err, "study %s: %d runs at scale %s into %s\n", s.Name, len(runs), scale, dir)
-	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err})
+	idx, err := study.Execute(ctx, s, runs, study.Options{Dir: dir, Scale: scale, Exec: exec, Log: chat.Err, Stored: studyRecorder(io.Err, o.History)})
 	if rerr := tgt.release(); rerr != nil {
 		fmt.Fprintf(io.Err, "warning: %v\n", rerr)
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	Exec  Executor
 	// Log receives a line per run; nil discards.
 	Log io.Writer
+	// Stored, if set, is called with each run made and the path of its
+	// results once they are written.
+	Stored func(res *results.Run, path string)
 }
 
 // Execute makes every run not already finished in opts.Dir, writing each
@@ -115,6 +118,9 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 				// The results replace the run's journal, if it kept one.
 				_ = os.Remove(results.JournalPath(path))
 				e.File = rel
+				if opts.Stored != nil {
+					opts.Stored(res, path)
+				}
 			}
 			switch {
 			case res != nil && res.Partial:

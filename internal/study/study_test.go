@@ -201,9 +201,19 @@ func TestExecuteResumes(t *testing.T) {
 		again++
 		return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload}, nil
 	}
-	idx, err = Execute(context.Background(), s, runs, Options{Dir: dir, Scale: Quick, Exec: exec2})
+	stored := 0
+	onStored := func(res *results.Run, path string) {
+		if _, err := os.Stat(path); err != nil || res.Study == nil {
+			t.Errorf("Stored called with %s before it was written (%v), or without its study", path, err)
+		}
+		stored++
+	}
+	idx, err = Execute(context.Background(), s, runs, Options{Dir: dir, Scale: Quick, Exec: exec2, Stored: onStored})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stored != again {
+		t.Errorf("Stored called %d times for %d runs made", stored, again)
 	}
 	skipped := 0
 	for _, e := range idx.Runs {

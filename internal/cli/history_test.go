@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/brokerbench/brokerbench/internal/history"
+)
+
+// TestHistoryCheckNamesTheSetting records 10 runs of the memory broker
+// with a one-way delay of 1 ms, then 10 with 5 ms, and checks that
+// 'history check' finds one change point, at the first 5 ms run, naming
+// the setting, and exits 8. The machine may be busy: its runs' verdicts
+// are kept (--all-runs), their exit codes not checked.
+func TestHistoryCheckNamesTheSetting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 runs of a second: not under -short (TestCheck covers the check on records)")
+	}
+	dir := t.TempDir()
+	store := filepath.Join(dir, "history.jsonl")
+	var firstSlow string
+	for i := range 20 {
+		delay := 1
+		if i >= 10 {
+			delay = 5
+		}
+		wl := filepath.Join(dir, fmt.Sprintf("w%d.yaml", i))
+		text := "name: memory-latency\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: 100\nproducersPerTopic: 1\nsubscriptionsPerTopic: 1\n" +
+			fmt.Sprintf("rate: 200\nwarmup: 0s\nduration: 1s\ndriver:\n  driver: memory\n  commonConfig: {delay.ms: \"%d\"}\n", delay)
+		if err := os.WriteFile(wl, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := execute("run", wl, "--history", store, "--label", "test=delay", "--quiet", "--max-send-lag", "200ms",
+			"--out", filepath.Join(dir, fmt.Sprintf("r%d.json", i)))
+		if code != ExitOK && code != ExitTargetNotHeld && code != ExitLoadGeneratorBound && code != ExitDisturbed {
+			t.Fatalf("run %d: exit %d\n%s", i, code, stderr)
+		}
+		if i == 10 {
+			c, err := history.Open(store).Records()
+			if err != nil || len(c.Records) != 11 {
+				t.Fatalf("after 11 runs the history holds %v (%v)", c, err)
+			}
+			firstSlow = c.Records[10].ID
+		}
+	}
+	code, stdout, stderr := execute("history", "--history", store, "check", "--label", "test=delay", "--metric", "publish.p50", "--all-runs")
+	if code != ExitRegression {
+		t.Errorf("exit %d, want %d\n%s%s", code, ExitRegression, stdout, stderr)
+	}
+	for _, want := range []string{
+		"memory-latency on memory, 1 node(s)",
+		"publish.p50 REGRESSION",
+		"from run " + firstSlow + " ",
+		"  changed: setting common/delay.ms 1 -> 5\n",
+		"1 series checked, 1 change point(s), 1 regression(s) beyond 5%",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check's report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^  changed: `).FindAllString(stdout, -1)); n != 1 {
+		t.Errorf("%d changes named, want the setting alone:\n%s", n, stdout)
+	}
+
+	// list and trend see the 20 runs.
+	code, stdout, _ = execute("history", "--history", store, "trend", "publish.p50", "--workload", "memory-latency")
+	if code != ExitOK || !strings.Contains(stdout, "20 run(s)") {
+		t.Errorf("trend: exit %d\n%s", code, stdout)
+	}
+}
+
+// TestHistoryCommandErrors: what the history commands refuse, and their
+// exit codes.
+func TestHistoryCommandErrors(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "history.jsonl")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"show", "nope"}, ExitInvalidInput, "no such record: nope"},
+		{[]string{"trend", "e2e.p99"}, ExitInvalidInput, "history trend needs --workload"},
+		{[]string{"list", "--since", "yesterday"}, ExitInvalidInput, "want a duration"},
+		{[]string{"list", "--label", "novalue"}, ExitInvalidInput, "want key=value"},
+		{[]string{"compare", "a"}, ExitInvalidInput, "exactly two run ids"},
+		{[]string{"import", "does-not-exist"}, ExitInvalidInput, "does-not-exist"},
+		{[]string{"check"}, ExitOK, "0 series checked"},
+		{[]string{"list"}, ExitOK, "0 run(s)"},
+	} {
+		code, stdout, stderr := execute(append([]string{"history", "--history", store}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("history %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+	for _, cmd := range []string{"run", "study"} {
+		if code, _, stderr := execute(cmd, "x.yaml", "--label", "novalue"); code != ExitInvalidInput || !strings.Contains(stderr, "want key=value") {
+			t.Errorf("%s --label novalue: exit %d\n%s", cmd, code, stderr)
+		}
+	}
+	t.Setenv(history.PathEnv, "off")
+	if code, _, stderr := execute("history", "list"); code != ExitInvalidInput || !strings.Contains(stderr, "no history") {
+		t.Errorf("history list with the history off: exit %d\n%s", code, stderr)
+	}
+}
