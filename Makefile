@@ -31,7 +31,7 @@ studies: build
 	done
 
 # CI's share of the studies: the plan of every built-in study, and at quick
-# scale those that TestBuiltInStudiesQuick (internal/cli) cannot run on its
+# scale those that TestBuiltInStudiesSmoke (internal/cli) cannot run on its
 # one Kafka broker: faults and secured setups on local clusters, and other
 # brokers (the demo study runs in make demo).
 CI_STUDIES := resilience kafka-security broker-comparison tanzu-rabbitmq

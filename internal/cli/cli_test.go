@@ -217,14 +217,15 @@ func otherBrokers(t *testing.T, file string) bool {
 	return false
 }
 
-// TestBuiltInStudiesQuick runs every built-in reference study at quick
-// scale against the single test broker given by address: the runs that fit
-// on it must all be done, the others skipped with a reason (a larger
-// cluster, faults that need a local cluster, a missing capability), and
-// each study must write its HTML report with Markdown, CSV and SVG
-// exports. 'make studies' runs them on the local clusters brokerbench
-// starts, where only missing capabilities skip a run.
-func TestBuiltInStudiesQuick(t *testing.T) {
+// TestBuiltInStudiesSmoke runs every built-in reference study at smoke
+// scale (one short run per setup) against the single test broker given by
+// address: the runs that fit on it must all be done, the others skipped
+// with a reason (a larger cluster, faults that need a local cluster, a
+// missing capability), and each study must write its HTML report with
+// Markdown, CSV and SVG exports. 'make studies' runs them at quick scale on
+// the local clusters brokerbench starts, where only missing capabilities
+// skip a run.
+func TestBuiltInStudiesSmoke(t *testing.T) {
 	files, err := filepath.Glob("../../studies/*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("studies: %v %v", files, err)
@@ -242,7 +243,7 @@ func TestBuiltInStudiesQuick(t *testing.T) {
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			out := t.TempDir()
-			code, stdout, stderr := execute("study", f, "--scale", "quick", "--out", out, "--broker", lazyBroker.Get(t).Addr)
+			code, stdout, stderr := execute("study", f, "--scale", "smoke", "--out", out, "--broker", lazyBroker.Get(t).Addr)
 			if code != ExitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}

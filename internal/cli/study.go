@@ -42,7 +42,7 @@ Exit codes: 0 every run done or skipped, 1 a run failed, 2 invalid study,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&o.List, "list", o.List, "print the planned runs (and which are skipped, and why) without running them")
-	fl.StringVar(&o.Scale, "scale", o.Scale, "quick (minutes) or full (the published durations)")
+	fl.StringVar(&o.Scale, "scale", o.Scale, "quick (minutes), full (the published durations), or smoke (one 1 s run per setup: checks the plan, setups and report end to end; its figures mean nothing)")
 	fl.StringVarP(&o.Out, "out", "o", o.Out, "results directory (default results/<study>-<scale>)")
 	fl.StringVar(&o.Broker, "broker", o.Broker, "broker address(es); default: the local Kafka broker, started if needed")
 	addBrokerMetrics(fl, &o.BrokerMetrics)

@@ -23,16 +23,28 @@ const (
 	Quick Scale = "quick"
 	// Full keeps the published parameters.
 	Full Scale = "full"
+	// Smoke is Quick cut to one short run per setup: one iteration, the
+	// first value of each swept parameter, no warmup, 1 s of
+	// measurement, at most smokeMessages messages. It checks a study's
+	// plan, setups and report end to end in about a minute; its figures
+	// mean nothing.
+	Smoke Scale = "smoke"
 )
+
+// smokeMessages bounds a smoke run's message limit.
+const smokeMessages = 20_000
 
 // ParseScale checks a --scale value.
 func ParseScale(s string) (Scale, error) {
 	switch Scale(s) {
-	case Quick, Full:
+	case Quick, Full, Smoke:
 		return Scale(s), nil
 	}
-	return "", fmt.Errorf("unknown scale %q: use quick or full", s)
+	return "", fmt.Errorf("unknown scale %q: use smoke, quick or full", s)
 }
+
+// reduced reports whether scale applies the study's quick section.
+func (scale Scale) reduced() bool { return scale == Quick || scale == Smoke }
 
 // Run is one planned run.
 type Run struct {
@@ -73,14 +85,20 @@ func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 	if scale == Quick && s.Quick.Iterations > 0 {
 		iterations = s.Quick.Iterations
 	}
+	if scale == Smoke {
+		iterations = 1
+	}
 	for wi, base := range s.Workloads {
 		for _, setup := range s.Setups {
 			if len(setup.Only) > 0 && !slices.Contains(setup.Only, base.Name) {
 				continue
 			}
 			sweep := append(slices.Clone(s.Sweep), setup.Sweep...)
-			if scale == Quick {
+			if scale.reduced() {
 				sweep = narrowed(sweep, s.Quick.Set)
+			}
+			if scale == Smoke {
+				sweep = firstValues(sweep)
 			}
 			for _, combo := range combinations(sweep) {
 				for it := 1; it <= iterations; it++ {
@@ -95,6 +113,15 @@ func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 		}
 	}
 	return runs, nil
+}
+
+// firstValues returns sweep with each parameter cut to its first value.
+func firstValues(sweep []workload.SweepParam) []workload.SweepParam {
+	out := slices.Clone(sweep)
+	for i := range out {
+		out[i].Values = out[i].Values[:1]
+	}
+	return out
 }
 
 // narrowed returns sweep with the values of every parameter that set
@@ -135,7 +162,7 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 		}
 		params = append(params, results.Param{Name: a.param.Name, Value: a.shown()})
 	}
-	if scale == Quick {
+	if scale.reduced() {
 		q := s.Quick
 		w.Warmup, w.Duration = time.Second, 5*time.Second
 		if q.Warmup > 0 || q.Duration > 0 {
@@ -153,6 +180,15 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 			if err := workload.ApplySweep(&w, &dc, p, p.Values[0]); err != nil {
 				return Run{}, fmt.Errorf("%s: quick.set %s=%s: %w", s.Source, p.Name, p.Values[0], err)
 			}
+		}
+	}
+	if scale == Smoke {
+		w.Warmup, w.Duration = 0, time.Second
+		if w.MessageLimit > smokeMessages {
+			w.MessageLimit = smokeMessages
+		}
+		if gb := float64(max(w.MessageLimit, smokeMessages)*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
+			w.ConsumerBacklogSizeGB = gb
 		}
 	}
 	if err := w.Validate(); err != nil {

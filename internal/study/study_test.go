@@ -138,6 +138,40 @@ func TestQuickSetNarrowsASweep(t *testing.T) {
 	}
 }
 
+// TestSmokeIsOneShortRunPerSetup: smoke scale keeps every setup, with the
+// quick section applied, one iteration and each sweep's first value, and
+// runs 1 s without warmup; a message limit is cut with the backlog that
+// depends on it.
+func TestSmokeIsOneShortRunPerSetup(t *testing.T) {
+	s := load(t)
+	runs, err := Plan(s, Smoke, Target{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2+1 { // a: 2 setups, b: 1 setup
+		t.Fatalf("%d runs, want one per setup, 3", len(runs))
+	}
+	for _, r := range runs {
+		if r.Workload.Warmup != 0 || r.Workload.Duration != time.Second {
+			t.Errorf("%s: warmup %s, duration %s; want 0 and 1s", r.Key, r.Workload.Warmup, r.Workload.Duration)
+		}
+	}
+	b, err := workload.ParseStudy("s.yaml", []byte("name: s\nworkload: {name: a, messageSize: 1024, messages: 1000000, consumerBacklogSizeGB: 0.5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err = Plan(b, Smoke, Target{Brokers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := runs[0].Workload; w.MessageLimit != smokeMessages || w.ConsumerBacklogSizeGB*(1<<30) > float64(smokeMessages*1024)+1 {
+		t.Errorf("messages %d, backlog %.4f GB: want at most %d messages and a backlog they can fill", w.MessageLimit, w.ConsumerBacklogSizeGB, smokeMessages)
+	}
+	if _, err := ParseScale("tiny"); err == nil || !strings.Contains(err.Error(), "smoke, quick or full") {
+		t.Errorf("unknown scale: %v", err)
+	}
+}
+
 // TestPlanOnExternalCluster: on a cluster with enough brokers, multi-broker
 // setups run instead of being skipped.
 func TestPlanOnExternalCluster(t *testing.T) {
