@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
@@ -160,7 +161,11 @@ func answerError(resp packets.ControlPacket) error {
 func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.pending) }
 
 // Close implements driver.Producer: what has no answer yet fails, and
-// every AckFunc call is made before it returns.
+// every AckFunc call is made before it returns. At QoS 0 it waits (up to
+// 5 s) for the server to have read what was written before it
+// disconnects: Mosquitto 2.0 lost QoS 0 messages written just before
+// the client closed its connection (one run in eight of 2,000 sent at
+// once).
 func (p *producer) Close() {
 	p.closing.Do(func() {
 		p.mu.Lock()
@@ -169,9 +174,21 @@ func (p *producer) Close() {
 		close(p.queue)
 		p.lose()
 		<-p.done
+		if p.qos == 0 {
+			p.barrier()
+		}
 		p.s.close()
 		_ = p.sess.Close()
 	})
+}
+
+// barrier returns once the server acknowledged a QoS 1 message to a
+// topic of the producer's own, which no one subscribes to: it handles a
+// connection's packets in order, so it has read every earlier one.
+func (p *producer) barrier() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = p.s.cli.Publish(ctx, &paho.Publish{Topic: "brokerbench/barrier/" + randomID(), QoS: 1})
 }
 
 // sendError gives MQTT send errors a short kind for failure counts:
