@@ -18,10 +18,13 @@ var (
 		"$SYS/broker/bytes/received": "mqtt_bytes_in_total", "$SYS/broker/bytes/sent": "mqtt_bytes_out_total",
 		"$SYS/broker/messages/received": "mqtt_packets_in_total", "$SYS/broker/messages/sent": "mqtt_packets_out_total",
 		"$SYS/broker/publish/messages/received": "mqtt_publish_in_total", "$SYS/broker/publish/messages/sent": "mqtt_publish_out_total",
-		"$SYS/broker/publish/messages/dropped": "mqtt_publish_dropped_total", "$SYS/broker/clients/total": "mqtt_clients_seen_total",
+		"$SYS/broker/publish/messages/dropped": "mqtt_publish_dropped_total",
 	}
 	sysGauges = map[string]string{
-		"$SYS/broker/clients/connected": "mqtt_clients_connected", "$SYS/broker/subscriptions/count": "mqtt_subscriptions",
+		// clients/total counts the sessions the server holds, of clients
+		// connected or not.
+		"$SYS/broker/clients/connected": "mqtt_clients_connected", "$SYS/broker/clients/total": "mqtt_sessions",
+		"$SYS/broker/subscriptions/count":  "mqtt_subscriptions",
 		"$SYS/broker/store/messages/count": "mqtt_stored_messages", "$SYS/broker/store/messages/bytes": "mqtt_stored_bytes",
 		"$SYS/broker/retained messages/count": "mqtt_retained_messages", "$SYS/broker/heap/current": "mqtt_heap_bytes",
 	}
