@@ -75,6 +75,9 @@ func checkName(what, name string, slash bool) error {
 type session struct {
 	cli  *paho.Client
 	conn net.Conn
+	// maxPacket is the largest packet the server accepts, as its CONNACK
+	// says (0: MQTT's own limit).
+	maxPacket uint32
 }
 
 // connect opens a connection with a client id beginning with role;
@@ -113,7 +116,11 @@ func (d *Driver) connect(ctx context.Context, role string, cp *paho.Connect, rec
 		}
 		return nil, refused(fmt.Errorf("MQTT server at %s: %w", d.cfg.addr, err))
 	}
-	return &session{cli: cli, conn: conn}, nil
+	s := &session{cli: cli, conn: conn}
+	if ack.Properties != nil && ack.Properties.MaximumPacketSize != nil {
+		s.maxPacket = *ack.Properties.MaximumPacketSize
+	}
+	return s, nil
 }
 
 // close disconnects the session.

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -148,5 +149,28 @@ func TestQoS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheck: a message MQTT cannot carry and a topic brokerbench did not
+// create are input errors before the run.
+func TestCheck(t *testing.T) {
+	addr := server.Get(t).Addr
+	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "test"}, driver.Options{Endpoints: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := d.(driver.Checker)
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 1 << 20}); err != nil {
+		t.Errorf("1 MiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 300 << 20}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "largest packet") {
+		t.Errorf("300 MiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{"never-created-" + randomID()}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "not created") {
+		t.Errorf("a topic never created: %v", err)
 	}
 }
