@@ -33,8 +33,13 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	c.s = s
 	filter := "$share/" + spec.Subscription + "/" + d.topic(spec.Topic)
 	ack, err := s.cli.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: filter, QoS: d.cfg.qos}}})
-	if err == nil && (len(ack.Reasons) != 1 || ack.Reasons[0] >= 0x80) {
+	switch {
+	case err != nil:
+	case len(ack.Reasons) != 1 || ack.Reasons[0] >= 0x80:
 		err = fmt.Errorf("refused: reason codes %v", ack.Reasons)
+	case ack.Reasons[0] < d.cfg.qos:
+		// The server would deliver below the QoS the run measures.
+		err = fmt.Errorf("the server grants QoS %d, below the publishing QoS %d: lower qos", ack.Reasons[0], d.cfg.qos)
 	}
 	if err != nil {
 		s.close()
