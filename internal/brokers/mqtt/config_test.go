@@ -160,3 +160,24 @@ func FuzzParseServerURI(f *testing.F) {
 		}
 	})
 }
+
+// TestNames: topic and subscription names MQTT cannot hold are refused.
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		slash bool // a topic's may hold levels; a share name's may not
+		ok    bool
+	}{
+		{"bb-1", true, true},
+		{"a/b", true, true},
+		{"a/b", false, false},
+		{"a+", true, false},
+		{"#", true, false},
+		{"$SYS", true, false},
+		{"", true, false},
+	} {
+		if err := checkName("name", tc.name, tc.slash); (err == nil) != tc.ok {
+			t.Errorf("%q (levels %v): %v", tc.name, tc.slash, err)
+		}
+	}
+}
