@@ -107,6 +107,8 @@ fuzz:
 	$(GO) test ./internal/brokers/kafka -run '^$$' -fuzz '^FuzzParseJAAS$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nats -run '^$$' -fuzz '^FuzzParseVarz$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseServerURI$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseSys$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/redis -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)

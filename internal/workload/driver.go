@@ -160,6 +160,13 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		"consumerConfig":    props(&c.Consumer),
 	}
 	if topLevel {
+		// Sections of settings OMB's driver files for other brokers than
+		// Kafka carry at their top level (its MQTT driver's client and
+		// consumer), read as commonConfig, producerConfig and
+		// consumerConfig, where the driver validates them.
+		for key, dst := range map[string]*Properties{"client": &c.Common, "producer": &c.Producer, "consumer": &c.Consumer} {
+			fields[key] = func(d *decoder, key string, v *yaml.Node) { *dst = append(*dst, d.properties(key, v)...) }
+		}
 		fields["name"] = stringField(&name)
 		fields["driverClass"] = stringField(&c.DriverClass)
 		for _, key := range ombTopLevelSettings {

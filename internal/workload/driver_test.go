@@ -29,3 +29,26 @@ func TestDriverSecrets(t *testing.T) {
 		t.Errorf("an unset variable: %v", err)
 	}
 }
+
+// TestOMBSections: the client, producer and consumer sections OMB's
+// driver files for other brokers than Kafka carry at their top level are
+// read as commonConfig, producerConfig and consumerConfig, each setting
+// at its line; a nested section is refused.
+func TestOMBSections(t *testing.T) {
+	c, err := ParseDriver("d.yaml", []byte("name: X\ndriver: x\nclient:\n  serverUri: tcp://h:1\n  username:\nproducer:\n  qos: 1\nconsumer:\n  receiveMaximum: 9\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := c.Common.Get("serverUri"); u != "tcp://h:1" || c.Common[0].Line != 4 || len(c.Common) != 2 {
+		t.Errorf("commonConfig %+v", c.Common)
+	}
+	if q, _ := c.Producer.Get("qos"); q != "1" {
+		t.Errorf("producerConfig %+v", c.Producer)
+	}
+	if r, _ := c.Consumer.Get("receiveMaximum"); r != "9" {
+		t.Errorf("consumerConfig %+v", c.Consumer)
+	}
+	if _, err := ParseDriver("d.yaml", []byte("driver: x\nclient:\n  persistence:\n    ensembleSize: 3\n")); err == nil || !strings.Contains(err.Error(), "must be a single value") {
+		t.Errorf("a nested section: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ package all
 import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/memory"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/mqtt"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nats"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nsq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"

@@ -1,0 +1,176 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/testbroker"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// server is the Mosquitto server the tests start, on a port of their
+// own, when the first test that needs it asks.
+var server = testbroker.NewLazyLocal("mosquitto", 39883)
+
+func TestMain(m *testing.M) { server.Main(m) }
+
+// TestConformance: the MQTT driver passes the driver contract's
+// conformance suite against a real Mosquitto, at QoS 1.
+func TestConformance(t *testing.T) {
+	brokertest.Run(t, "mqtt", drivertest.Target{
+		Connect: func(t *testing.T) driver.Driver {
+			d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "test"}, driver.Options{Endpoints: []string{"tcp://" + server.Get(t).Addr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		Unreachable: func(*testing.T) (driver.Driver, error) {
+			return New(&workload.DriverConfig{Name: "mqtt", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+		},
+	})
+}
+
+// TestOMBDriverFile: OMB's MQTT 5 driver file, as OMB ships it, loads
+// and connects once its serverUri names the server.
+func TestOMBDriverFile(t *testing.T) {
+	addr := server.Get(t).Addr
+	data, err := os.ReadFile("testdata/mqtt5.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := workload.ParseDriver("mqtt5.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc.Name != "mqtt" {
+		t.Fatalf("driver %q, want mqtt", dc.Name)
+	}
+	d, err := New(dc, driver.Options{Endpoints: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := d.BrokerVersion(ctx); err != nil || !strings.HasPrefix(v, "mosquitto version 2.") {
+		t.Errorf("BrokerVersion = %q, %v", v, err)
+	}
+}
+
+// TestMetrics: the server's $SYS values read as counters and gauges.
+func TestMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	counters, gauges, err := readSys(ctx, nil, "mqtt://"+server.Get(t).Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := counters["mqtt_bytes_in_total"]; !ok {
+		t.Errorf("counters %v lack mqtt_bytes_in_total", counters)
+	}
+	// The values are those of the server's last $SYS update, which may
+	// precede the reader's connection.
+	if _, ok := gauges["mqtt_clients_connected"]; !ok {
+		t.Errorf("gauges %v lack mqtt_clients_connected", gauges)
+	}
+}
+
+// TestQoS: at every QoS level, every message sent is acknowledged once
+// and received once, in order, by a subscription's one consumer.
+func TestQoS(t *testing.T) {
+	addr := server.Get(t).Addr
+	for _, qos := range []string{"0", "1", "2"} {
+		t.Run("qos"+qos, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "test", Producer: workload.Properties{{Key: "qos", Value: qos}}}, driver.Options{Endpoints: []string{addr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			topic := "qos-" + qos + "-" + randomID()
+			if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1, ReplicationFactor: 1}); err != nil {
+				t.Fatal(err)
+			}
+			defer d.DeleteTopic(context.Background(), topic)
+			const n = 2000
+			received := make(chan int, n)
+			c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: "s"}, func(d *driver.Delivery) {
+				var i int
+				fmt.Sscan(string(d.Value), &i)
+				received <- i
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var acked, failed atomic.Int64
+			p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxInFlight: 100}, func(_ *driver.Message, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+				acked.Add(1)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := make([]driver.Message, n)
+			for i := range msgs {
+				msgs[i].Value = []byte(strconv.Itoa(i))
+				p.Send(ctx, &msgs[i])
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.Close()
+			if acked.Load() != n || failed.Load() != 0 {
+				t.Fatalf("acknowledged %d, failed %d of %d", acked.Load(), failed.Load(), n)
+			}
+			for want := range n {
+				select {
+				case got := <-received:
+					if got != want {
+						t.Fatalf("received %d, want %d", got, want)
+					}
+				case <-ctx.Done():
+					counters, _, err := readSys(context.Background(), nil, "mqtt://"+addr)
+					t.Fatalf("received %d of %d; the server's counters: %v, %v", want, n, counters, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCheck: a message MQTT cannot carry and a topic brokerbench did not
+// create are input errors before the run.
+func TestCheck(t *testing.T) {
+	addr := server.Get(t).Addr
+	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "test"}, driver.Options{Endpoints: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := d.(driver.Checker)
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 1 << 20}); err != nil {
+		t.Errorf("1 MiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 300 << 20}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "largest packet") {
+		t.Errorf("300 MiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{"never-created-" + randomID()}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "not created") {
+		t.Errorf("a topic never created: %v", err)
+	}
+}
