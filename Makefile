@@ -67,8 +67,15 @@ lint:
 # The full suite: unit tests, fuzz seed corpora, and integration tests
 # against real Kafka brokers the tests start themselves. Packages run one at
 # a time so that brokers and load generators do not compete for the 2 cores.
+# The packages whose tests start real brokers (they import
+# internal/testbroker) run one at a time, so that two brokers never share
+# the cores; the others run in parallel first.
+PKGS_WITH_BROKERS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/internal\/testbroker( |$$)/ {print $$1}')
+PKGS_WITHOUT_BROKERS = $(filter-out $(PKGS_WITH_BROKERS),$(shell $(GO) list ./...))
+
 test: lint
-	$(GO) test -race -p 1 -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $(PKGS_WITHOUT_BROKERS)
+	$(GO) test -race -p 1 -count=1 -timeout 20m $(PKGS_WITH_BROKERS)
 
 # Every test that needs no real broker, for the edit-test loop: under
 # -short the tests that need one skip, naming it (testbroker.Need).
