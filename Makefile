@@ -65,11 +65,10 @@ lint:
 	$(GO) vet ./...
 
 # The full suite: unit tests, fuzz seed corpora, and integration tests
-# against real Kafka brokers the tests start themselves. Packages run one at
-# a time so that brokers and load generators do not compete for the 2 cores.
-# The packages whose tests start real brokers (they import
-# internal/testbroker) run one at a time, so that two brokers never share
-# the cores; the others run in parallel first.
+# against real brokers the tests start themselves. The packages whose tests
+# start brokers (they import internal/testbroker) run one at a time, so
+# that two brokers and their load generators never share the 2 cores; the
+# others run in parallel first.
 PKGS_WITH_BROKERS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/internal\/testbroker( |$$)/ {print $$1}')
 PKGS_WITHOUT_BROKERS = $(filter-out $(PKGS_WITH_BROKERS),$(shell $(GO) list ./...))
 
