@@ -98,6 +98,10 @@ type Local struct {
 	// their links through the link proxy (--links, link faults, a
 	// setup's network); empty: they can.
 	NoLinks string
+	// Help says, for the local command's help, where the kind's software
+	// comes from, what it needs and how its nodes are laid out: a
+	// paragraph that starts with the broker's name and the kind's.
+	Help string
 }
 
 // Metrics is how a broker's nodes' own metrics are read.
@@ -143,8 +147,8 @@ func Register(m Module) {
 		if other, ok := kinds[l.Kind]; ok && other != l {
 			panic(fmt.Sprintf("broker %q declares local kind %q, another broker's", m.Name, l.Kind))
 		}
-		if l.Kind == "" || l.New == nil || l.Port == 0 || l.MaxNodes < 1 {
-			panic(fmt.Sprintf("broker %q declares a local kind without a name, a constructor, a port or a size", m.Name))
+		if l.Kind == "" || l.New == nil || l.Port == 0 || l.MaxNodes < 1 || l.Help == "" {
+			panic(fmt.Sprintf("broker %q declares a local kind without a name, a constructor, a port, a size or its help", m.Name))
 		}
 		kinds[l.Kind] = l
 	}
@@ -213,6 +217,18 @@ func LocalKinds() []string {
 	mu.RLock()
 	defer mu.RUnlock()
 	return slices.Sorted(maps.Keys(kinds))
+}
+
+// LocalHelp returns the help of every kind of local cluster, in the
+// order of their names.
+func LocalHelp() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var help []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		help = append(help, kinds[k].Help)
+	}
+	return help
 }
 
 // DefaultPort returns the usual client port of a kind of local cluster

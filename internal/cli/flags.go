@@ -49,7 +49,7 @@ func addTiming(fl *pflag.FlagSet, o *engine.RunOptions) {
 
 // addBrokerMetrics declares --broker-metrics bound to urls.
 func addBrokerMetrics(fl *pflag.FlagSet, urls *[]string) {
-	fl.StringSliceVar(urls, "broker-metrics", *urls, "the brokers' metrics endpoints, comma-separated, read at every interval into the results: Prometheus (http://host:port/metrics), NATS monitoring (http://host:8222/varz) or Redis (redis://host:port) (default: the local cluster's own)")
+	fl.StringSliceVar(urls, "broker-metrics", *urls, "the brokers' metrics endpoints, comma-separated, read at every interval into the results, each in the form its broker's nodes serve (Prometheus at http://host:port/metrics, NATS's /varz, redis://host:port, ...: docs/drivers/BROKER.md) (default: the local cluster's own)")
 }
 
 // addLocalTarget declares --local-port and --replace for a command that

@@ -60,26 +60,36 @@ func printStatus(io IO, st local.Status) {
 	}
 }
 
+// wrapParagraphs joins paragraphs with a blank line between them, each
+// broken at spaces into lines of at most width characters.
+func wrapParagraphs(paragraphs []string, width int) string {
+	var b strings.Builder
+	for i, p := range paragraphs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		line := 0
+		for j, word := range strings.Fields(p) {
+			if j > 0 && line+1+len(word) > width {
+				b.WriteByte('\n')
+				line = 0
+			} else if j > 0 {
+				b.WriteByte(' ')
+				line++
+			}
+			b.WriteString(word)
+			line += len(word)
+		}
+	}
+	return b.String()
+}
+
 func newLocalCmd(io IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Install, start, stop and inspect brokers on this machine",
-		Long: `local manages broker clusters that brokerbench installs and runs on this
-machine. Kafka is installed from Maven Central (needs Java 17+ and Maven)
-into the brokerbench cache ($BROKERBENCH_CACHE, default ~/.cache/brokerbench)
-and runs in KRaft mode: one node on 127.0.0.1, or --brokers N, each broker
-on its own loopback address (127.0.1.i), with the first three brokers as
-the controller quorum or --controllers dedicated ones. Internal topics are
-replicated min(3, N) times. A cluster's nodes share the machine's cores and
-disk: on 2 cores and 24 GiB, 9 brokers of 512 MiB start in 35 s and take
-3 GiB resident when idle; 3 is what the reference studies use.
-
-NATS (nats) is built from the Go module proxy (needs the Go toolchain) and
-runs with JetStream: one server on 127.0.0.1:4222, or --brokers N servers
-on 127.0.1.i joined by routes, which replicate streams. Redis (redis) is
-Debian's redis-server (installed with apt-get when brokerbench runs as
-root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
---heap-mb and --links apply to Kafka only.`,
+		Long: "local manages broker clusters that brokerbench installs and runs on this\n" +
+			"machine, one kind per broker:\n\n" + wrapParagraphs(brokers.LocalHelp(), 76),
 	}
 	f := engine.DefaultLocalOptions()
 	cluster := localCluster(io, &f)

@@ -10,7 +10,11 @@ import (
 // LocalKind is the kind of local server brokerbench starts for MQTT:
 // one Mosquitto, which runs no cluster.
 var LocalKind = &brokers.Local{Kind: "mosquitto", Port: 1883, New: NewLocal, MaxNodes: 1,
-	NoLinks: "brokerbench does not carry a local Mosquitto's connections through the link proxy yet"}
+	NoLinks: "brokerbench does not carry a local Mosquitto's connections through the link proxy yet",
+	Help: "MQTT (mosquitto) is Debian's mosquitto (installed with apt-get when brokerbench " +
+		"runs as root): one server on 127.0.0.1:1883 with persistence; a mosquitto " +
+		"service the system runs is left alone.",
+}
 
 func init() {
 	brokers.Register(brokers.Module{

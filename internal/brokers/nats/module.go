@@ -11,7 +11,11 @@ import (
 
 // LocalKind is the kind of local cluster brokerbench starts for NATS.
 var LocalKind = &brokers.Local{Kind: "nats", Port: 4222, New: NewLocal, MaxNodes: 9,
-	NoLinks: "nats-server resolves its peers with the system resolver, which brokerbench cannot point at a node's own links"}
+	NoLinks: "nats-server resolves its peers with the system resolver, which brokerbench cannot point at a node's own links",
+	Help: "NATS (nats) is built from the Go module proxy (needs the Go toolchain) and runs " +
+		"with JetStream: one server on 127.0.0.1:4222, or --brokers N servers on " +
+		"127.0.1.i joined by routes, which replicate streams.",
+}
 
 func init() {
 	brokers.Register(brokers.Module{

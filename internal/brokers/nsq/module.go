@@ -15,7 +15,10 @@ import (
 // they were published to, without replicas), so several would measure
 // little more than one each.
 var LocalKind = &brokers.Local{Kind: "nsq", Port: 4150, New: NewLocal, MaxNodes: 1,
-	NoLinks: "brokerbench does not carry a local nsqd's connections through the link proxy yet: go-nsq dials nsqd with a dialer of its own, not the driver's"}
+	NoLinks: "brokerbench does not carry a local nsqd's connections through the link proxy yet: go-nsq dials nsqd with a dialer of its own, not the driver's",
+	Help: "NSQ (nsq) is nsqd, built from the Go module proxy (needs the Go toolchain): one " +
+		"node on 127.0.0.1:4150, its HTTP API on the next port.",
+}
 
 func init() {
 	brokers.Register(brokers.Module{

@@ -10,7 +10,10 @@ import (
 // LocalKind is the kind of local server brokerbench starts for Redis:
 // one node, as brokerbench runs no Redis Cluster.
 var LocalKind = &brokers.Local{Kind: "redis", Port: 6379, New: NewLocal, MaxNodes: 1,
-	NoLinks: "brokerbench does not carry a local Redis server's connections through the link proxy yet"}
+	NoLinks: "brokerbench does not carry a local Redis server's connections through the link proxy yet",
+	Help: "Redis (redis) is Debian's redis-server (installed with apt-get when brokerbench " +
+		"runs as root): one server on 127.0.0.1:6379 with an append-only file.",
+}
 
 func init() {
 	brokers.Register(brokers.Module{
