@@ -15,7 +15,7 @@ func init() {
 		return nil, errors.New("no driver")
 	}
 	Register(Module{Name: "test-queue", New: noDriver, Docs: "docs/drivers/test.md",
-		Local:     &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1, NoLinks: "its nodes resolve peers themselves"},
+		Local:     &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1, NoLinks: "its nodes resolve peers themselves", Help: "Test (test-queue) is a kind of tests."},
 		NoMetrics: "none"})
 	Register(Module{Name: "test-log", New: noDriver, Docs: "docs/drivers/test.md", NoLocal: "in process", NoMetrics: "none",
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, AcksLevels: []string{"1", "all"}}})
@@ -116,7 +116,10 @@ func TestRegisterRefusesIncompleteModules(t *testing.T) {
 		"no metrics and no reason":    func(m *Module) { m.NoMetrics = "" },
 		"no docs page":                func(m *Module) { m.Docs = "" },
 		"another broker's local kind": func(m *Module) {
-			m.NoLocal, m.Local = "", &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1}
+			m.NoLocal, m.Local = "", &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1, Help: "Test (test-queue) is a kind of tests."}
+		},
+		"a local kind without help": func(m *Module) {
+			m.NoLocal, m.Local = "", &Local{Kind: "test-helpless", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1}
 		},
 	} {
 		m := whole
