@@ -233,11 +233,35 @@ func (e *env) measure(ctx context.Context, t tool, role string, size int, record
 		if _, err := e.admin.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
 			return measurement{}, fmt.Errorf("create topic %s: %w", topic, err)
 		}
+		if err := e.waitListed(ctx, topic); err != nil {
+			return measurement{}, err
+		}
 		if role == "producer" {
 			defer func() { _, _ = e.admin.DeleteTopics(context.Background(), topic) }()
 		}
 	}
 	return toolcompare.Run(ctx, t, role, size, records, rep, topic)
+}
+
+// waitListed returns once the broker's metadata lists topic with its
+// leaders, at most 30 s after it was created: a tool that checks the
+// topic before it produces must find it.
+func (e *env) waitListed(ctx context.Context, topic string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		td, err := e.admin.ListTopics(ctx, topic)
+		if err == nil && td.Has(topic) && td[topic].Err == nil && len(td[topic].Partitions) == 6 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %s is not in the broker's metadata 30 s after it was created (%v)", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // producerPerformanceRate reads the summary line "N records sent, R
