@@ -24,7 +24,7 @@ type admin struct {
 // newAdmin returns an admin client of c's admin URL, TLS and
 // authentication.
 func newAdmin(c *config) (*admin, error) {
-	var rt http.RoundTripper = &http.Transport{TLSClientConfig: c.tls, Proxy: nil}
+	var rt http.RoundTripper = &http.Transport{TLSClientConfig: c.tls}
 	if c.authPlugin != "" {
 		p, err := auth.NewProvider(c.authPlugin, c.authData)
 		if err == nil {

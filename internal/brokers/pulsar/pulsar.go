@@ -98,12 +98,9 @@ func (d *Driver) newClient(memoryLimit int64) (pulsar.Client, error) {
 		URL:                     d.cfg.serviceURL,
 		MaxConnectionsPerBroker: d.cfg.connectionsPerBroker,
 		MemoryLimitBytes:        memoryLimit,
-		TLSConfig:               d.cfg.tls,
+		TLSConfig:               d.cfg.tls, // used as it is, over pulsar+ssl://
 		Logger:                  pulsarlog.DefaultNopLogger(),
 		MetricsRegisterer:       d.metrics,
-	}
-	if d.cfg.tls != nil {
-		o.TLSAllowInsecureConnection = d.cfg.tls.InsecureSkipVerify
 	}
 	if d.cfg.authPlugin != "" {
 		a, err := pulsar.NewAuthentication(d.cfg.authPlugin, d.cfg.authData)
