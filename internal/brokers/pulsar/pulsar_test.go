@@ -35,10 +35,9 @@ func brokerURL(t *testing.T) string {
 	return u
 }
 
-// conformance runs the driver contract's suite on the broker under test
-// with the common settings given.
-func conformance(t *testing.T, common workload.Properties) {
-	u := brokerURL(t)
+// conformance runs the driver contract's suite on the broker at u with
+// the common settings given.
+func conformance(t *testing.T, u string, common workload.Properties) {
 	reg, _ := driver.Lookup("pulsar")
 	drivertest.Run(t, drivertest.Target{
 		Connect: func(t *testing.T) driver.Driver {
@@ -57,16 +56,41 @@ func conformance(t *testing.T, common workload.Properties) {
 
 // TestConformance: the driver passes the driver contract's conformance
 // suite against a real broker, with OMB's pulsar.yaml settings.
-func TestConformance(t *testing.T) { conformance(t, nil) }
+func TestConformance(t *testing.T) { conformance(t, brokerURL(t), nil) }
 
 // TestConformanceDeduplication: so it does with broker-side
 // deduplication on (OMB's pulsar-effectively-once.yaml), in a namespace
 // of its own.
 func TestConformanceDeduplication(t *testing.T) {
-	conformance(t, workload.Properties{
+	conformance(t, brokerURL(t), workload.Properties{
 		{Key: "namespacePrefix", Value: "public/brokerbench-dedup"},
 		{Key: "persistence.deduplicationEnabled", Value: "true"},
 	})
+}
+
+// TestConformanceTLS: so it does over TLS, when BROKERBENCH_PULSAR_TLS_URL
+// names a broker's pulsar+ssl:// URL (its admin API over https on port
+// 8443) and BROKERBENCH_PULSAR_CA the authority that signed its
+// certificate, which names the host connected to.
+func TestConformanceTLS(t *testing.T) {
+	testbroker.Need(t, "a Pulsar broker with TLS")
+	u, ca := os.Getenv("BROKERBENCH_PULSAR_TLS_URL"), os.Getenv("BROKERBENCH_PULSAR_CA")
+	if u == "" || ca == "" {
+		t.Skip("no Pulsar broker with TLS: set BROKERBENCH_PULSAR_TLS_URL (pulsar+ssl://127.0.0.1:6651) and BROKERBENCH_PULSAR_CA (its CA's PEM file) to run this test")
+	}
+	conformance(t, u, workload.Properties{{Key: "tlsTrustCertsFilePath", Value: ca}})
+	// Without the authority, the broker's certificate is refused, and
+	// the error says so.
+	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{u}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.BrokerVersion(ctx); !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "tlsTrustStore") {
+		t.Errorf("BrokerVersion without the CA: %v; want a refusal naming tlsTrustStore", err)
+	}
 }
 
 // TestBrokerVersion: the admin API names the broker's release.
