@@ -80,7 +80,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	}
 	d := &Driver{cfg: cfg, admin: adm, metrics: prometheus.NewRegistry()}
 	if cfg.dedup {
-		return uncounted{d, d}, nil
+		return uncounted{d, d, d}, nil
 	}
 	return d, nil
 }
@@ -89,6 +89,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 type uncounted struct {
 	driver.Driver
 	driver.Rereader
+	driver.Checker
 }
 
 // newClient returns a client of the service URL whose producers may

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,33 @@ func TestBrokerVersion(t *testing.T) {
 	defer cancel()
 	if v, err := d.BrokerVersion(ctx); err != nil || !strings.HasPrefix(v, "Apache Pulsar ") {
 		t.Errorf("BrokerVersion = %q, %v", v, err)
+	}
+}
+
+// TestCheck: a run's messages must fit the broker's maxMessageSize
+// (5 MiB by default) and its existing topics must exist.
+func TestCheck(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{brokerURL(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topic := "bb-check-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DeleteTopic(ctx, topic)
+	c := d.(driver.Checker)
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 1024, ExistingTopics: []string{topic}}); err != nil {
+		t.Errorf("a topic that exists, 1 KiB messages: %v", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 6 << 20}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "maxMessageSize") {
+		t.Errorf("6 MiB messages: %v; want an input error naming maxMessageSize", err)
+	}
+	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{topic + "-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a missing topic: %v; want an input error", err)
 	}
 }
 
