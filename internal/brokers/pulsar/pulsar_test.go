@@ -36,18 +36,23 @@ func brokerURL(t *testing.T) string {
 	return u
 }
 
+// connect returns a driver of the broker at u with the common settings
+// given; the caller closes it.
+func connect(t *testing.T, u string, common workload.Properties) driver.Driver {
+	t.Helper()
+	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common}, driver.Options{Endpoints: []string{u}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // conformance runs the driver contract's suite on the broker at u with
 // the common settings given.
 func conformance(t *testing.T, u string, common workload.Properties) {
 	reg, _ := driver.Lookup("pulsar")
 	drivertest.Run(t, drivertest.Target{
-		Connect: func(t *testing.T) driver.Driver {
-			d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common}, driver.Options{Endpoints: []string{u}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
+		Connect: func(t *testing.T) driver.Driver { return connect(t, u, common) },
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			return New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{"pulsar://127.0.0.1:1", "http://127.0.0.1:1"}})
 		},
@@ -82,10 +87,7 @@ func TestConformanceTLS(t *testing.T) {
 	conformance(t, u, workload.Properties{{Key: "tlsTrustCertsFilePath", Value: ca}})
 	// Without the authority, the broker's certificate is refused, and
 	// the error says so.
-	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{u}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := connect(t, u, nil)
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -96,10 +98,7 @@ func TestConformanceTLS(t *testing.T) {
 
 // TestBrokerVersion: the admin API names the broker's release.
 func TestBrokerVersion(t *testing.T) {
-	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{brokerURL(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := connect(t, brokerURL(t), nil)
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -111,10 +110,7 @@ func TestBrokerVersion(t *testing.T) {
 // TestCheck: a run's messages must fit the broker's maxMessageSize
 // (5 MiB by default) and its existing topics must exist.
 func TestCheck(t *testing.T) {
-	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{brokerURL(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := connect(t, brokerURL(t), nil)
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
