@@ -114,21 +114,34 @@ var compressionTypes = map[string]pulsar.CompressionType{
 
 // parseConfig validates every setting of dc. endpoints, when given,
 // replace the service and admin URLs: pulsar:// or pulsar+ssl:// URLs
-// and host:port name the service, http:// or https:// URLs the admin
-// API. local are the credentials of a local cluster brokerbench
+// and host:port name the service (several: one service URL of their
+// hosts, the first one's scheme), http:// or https:// URLs the admin API
+// (the first). local are the credentials of a local cluster brokerbench
 // secured, used where dc gives none.
 func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(withAliases(dc), "Pulsar", settings)
 	c := &config{serviceURL: s.String("common", "serviceUrl"), httpURL: s.String("common", "httpUrl")}
+	var service, admin []string
 	for _, e := range endpoints {
 		switch {
 		case strings.HasPrefix(e, "http://"), strings.HasPrefix(e, "https://"):
-			c.httpURL = e
+			admin = append(admin, e)
 		case strings.Contains(e, "://"):
-			c.serviceURL = e
+			service = append(service, e)
 		default:
-			c.serviceURL = "pulsar://" + e
+			service = append(service, "pulsar://"+e)
 		}
+	}
+	for i, e := range service {
+		if i == 0 {
+			c.serviceURL = e
+		} else {
+			_, hosts, _ := strings.Cut(e, "://")
+			c.serviceURL += "," + hosts
+		}
+	}
+	if len(admin) > 0 {
+		c.httpURL = admin[0]
 	}
 	secure := strings.HasPrefix(c.serviceURL, "pulsar+ssl://")
 	if !secure && !strings.HasPrefix(c.serviceURL, "pulsar://") {
@@ -260,10 +273,11 @@ func authParams(plugin, data string) (string, error) {
 	return string(b), err
 }
 
-// adminURLOf returns the admin API's URL on the host of serviceURL: port
-// 8080 over http, 8443 over https for pulsar+ssl://.
+// adminURLOf returns the admin API's URL on the (first) host of
+// serviceURL: port 8080 over http, 8443 over https for pulsar+ssl://.
 func adminURLOf(serviceURL string) (string, error) {
-	u, err := url.Parse(serviceURL)
+	first, _, _ := strings.Cut(serviceURL, ",")
+	u, err := url.Parse(first)
 	if err != nil || u.Hostname() == "" {
 		return "", fmt.Errorf("cannot tell the admin API's host from %q: give httpUrl", serviceURL)
 	}

@@ -40,8 +40,6 @@ func init() {
 	for k, v := range driver.TLSDefaults {
 		settings["common"][k] = v
 	}
-	driver.Register(driver.Registration{Name: "pulsar", New: New, EndpointSetting: "serviceUrl",
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true}})
 }
 
 // Driver talks to one Pulsar cluster. It is safe for concurrent use.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,92 +12,65 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// brokerEnv names the environment variable that gives the tests a Pulsar
-// broker: its service URL (pulsar://host:6650); the admin API is found
-// on the same host, port 8080.
-const brokerEnv = "BROKERBENCH_PULSAR_URL"
+// server is the Pulsar standalone node the tests start, on ports of their
+// own, when the first test that needs it asks.
+var server = testbroker.NewLazyLocal("pulsar", 39650)
 
-// brokerURL returns the service URL of the broker under test, or skips:
-// under -short, and when no broker is given.
-func brokerURL(t *testing.T) string {
-	t.Helper()
-	testbroker.Need(t, "a Pulsar broker")
-	u := os.Getenv(brokerEnv)
-	if u == "" {
-		t.Skipf("no Pulsar broker: set %s to a broker's service URL (pulsar://127.0.0.1:6650) to run this test", brokerEnv)
-	}
-	return u
-}
+func TestMain(m *testing.M) { server.Main(m) }
 
-// connect returns a driver of the broker at u with the common settings
+// connect returns a driver of the test broker with the common settings
 // given; the caller closes it.
-func connect(t *testing.T, u string, common workload.Properties) driver.Driver {
+func connect(t *testing.T, common workload.Properties) driver.Driver {
 	t.Helper()
-	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common}, driver.Options{Endpoints: []string{u}})
+	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common},
+		driver.Options{Endpoints: LocalKind.Endpoints(server.Get(t).Cluster.Status(), "")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-// conformance runs the driver contract's suite on the broker at u with
-// the common settings given.
-func conformance(t *testing.T, u string, common workload.Properties) {
-	reg, _ := driver.Lookup("pulsar")
-	drivertest.Run(t, drivertest.Target{
-		Connect: func(t *testing.T) driver.Driver { return connect(t, u, common) },
+// target is the conformance suite's target: the test broker with the
+// common settings given.
+func target(common workload.Properties) drivertest.Target {
+	return drivertest.Target{
+		Connect: func(t *testing.T) driver.Driver { return connect(t, common) },
 		Unreachable: func(*testing.T) (driver.Driver, error) {
 			return New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, driver.Options{Endpoints: []string{"pulsar://127.0.0.1:1", "http://127.0.0.1:1"}})
 		},
-		Capabilities: reg.Capabilities,
-	})
+	}
 }
 
-// TestConformance: the driver passes the driver contract's conformance
-// suite against a real broker, with OMB's pulsar.yaml settings.
-func TestConformance(t *testing.T) { conformance(t, brokerURL(t), nil) }
+// TestConformance: the driver passes the conformance suite against a
+// local standalone node, with OMB's pulsar.yaml settings.
+func TestConformance(t *testing.T) { brokertest.Run(t, "pulsar", target(nil)) }
 
 // TestConformanceDeduplication: so it does with broker-side
 // deduplication on (OMB's pulsar-effectively-once.yaml), in a namespace
-// of its own.
+// of its own, where the driver gives no written count (see New): the
+// driver checks, with the module's capabilities but that one.
 func TestConformanceDeduplication(t *testing.T) {
-	conformance(t, brokerURL(t), workload.Properties{
+	tg := target(workload.Properties{
 		{Key: "namespacePrefix", Value: "public/brokerbench-dedup"},
 		{Key: "persistence.deduplicationEnabled", Value: "true"},
 	})
-}
-
-// TestConformanceTLS: so it does over TLS, when BROKERBENCH_PULSAR_TLS_URL
-// names a broker's pulsar+ssl:// URL (its admin API over https on port
-// 8443) and BROKERBENCH_PULSAR_CA the authority that signed its
-// certificate, which names the host connected to.
-func TestConformanceTLS(t *testing.T) {
-	testbroker.Need(t, "a Pulsar broker with TLS")
-	u, ca := os.Getenv("BROKERBENCH_PULSAR_TLS_URL"), os.Getenv("BROKERBENCH_PULSAR_CA")
-	if u == "" || ca == "" {
-		t.Skip("no Pulsar broker with TLS: set BROKERBENCH_PULSAR_TLS_URL (pulsar+ssl://127.0.0.1:6651) and BROKERBENCH_PULSAR_CA (its CA's PEM file) to run this test")
-	}
-	conformance(t, u, workload.Properties{{Key: "tlsTrustCertsFilePath", Value: ca}})
-	// Without the authority, the broker's certificate is refused, and
-	// the error says so.
-	d := connect(t, u, nil)
-	defer d.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := d.BrokerVersion(ctx); !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "tlsTrustStore") {
-		t.Errorf("BrokerVersion without the CA: %v; want a refusal naming tlsTrustStore", err)
-	}
+	m, _ := brokers.Lookup("pulsar")
+	tg.Capabilities = m.Capabilities
+	tg.Capabilities.Written = false
+	drivertest.Run(t, tg)
 }
 
 // TestBrokerVersion: the admin API names the broker's release.
 func TestBrokerVersion(t *testing.T) {
-	d := connect(t, brokerURL(t), nil)
+	d := connect(t, nil)
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -110,7 +82,7 @@ func TestBrokerVersion(t *testing.T) {
 // TestCheck: a run's messages must fit the broker's maxMessageSize
 // (5 MiB by default) and its existing topics must exist.
 func TestCheck(t *testing.T) {
-	d := connect(t, brokerURL(t), nil)
+	d := connect(t, nil)
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -301,6 +273,9 @@ func TestEndpoints(t *testing.T) {
 		{[]string{"broker:6650"}, "pulsar://broker:6650", "http://broker:8080"},
 		{[]string{"pulsar://b:7000", "http://a:9000"}, "pulsar://b:7000", "http://a:9000"},
 		{[]string{"pulsar+ssl://b:6651"}, "pulsar+ssl://b:6651", "https://b:8443"},
+		// Several brokers: one service URL of them all; the admin API on the first.
+		{[]string{"b1:6650", "b2:6650"}, "pulsar://b1:6650,b2:6650", "http://b1:8080"},
+		{[]string{"pulsar://b1:6650", "pulsar://b2:6650", "http://b1:8080", "http://b2:8080"}, "pulsar://b1:6650,b2:6650", "http://b1:8080"},
 	}
 	for _, tc := range cases {
 		c, err := parseConfig(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, tc.endpoints, nil)
