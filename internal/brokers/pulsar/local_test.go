@@ -7,7 +7,6 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/local"
-	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // TestLocalNode: a standalone node's config and command put every
@@ -48,7 +47,7 @@ func TestLocalNode(t *testing.T) {
 	if got, want := m.LocalEndpoints(st, ""), []string{"pulsar://127.0.0.1:6650", "http://127.0.0.1:41080"}; !slices.Equal(got, want) {
 		t.Errorf("endpoints %v, want %v", got, want)
 	}
-	cfg, err := parseConfig(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, localEndpoints(st, ""), nil)
+	cfg, err := parseConfig(ombDriver(t, "pulsar.yaml"), localEndpoints(st, ""), nil)
 	if err != nil || cfg.serviceURL != "pulsar://127.0.0.1:6650" || cfg.httpURL != "http://127.0.0.1:41080" {
 		t.Errorf("a driver given the node's endpoints: %+v, %v", cfg, err)
 	}

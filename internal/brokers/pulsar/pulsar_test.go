@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,22 +113,15 @@ func props(f string, kv ...string) workload.Properties {
 	return p
 }
 
-// The sections of OMB's driver-pulsar/pulsar.yaml, as commonConfig,
-// producerConfig and consumerConfig (nested keys joined with dots).
-var (
-	ombClient = props("pulsar.yaml", "serviceUrl", "pulsar://localhost:6650", "httpUrl", "http://localhost:8080", "ioThreads", "16",
-		"connectionsPerBroker", "8", "clusterName", "local", "namespacePrefix", "benchmark/ns", "topicType", "persistent",
-		"persistence.ensembleSize", "3", "persistence.writeQuorum", "3", "persistence.ackQuorum", "2", "persistence.deduplicationEnabled", "false",
-		"tlsAllowInsecureConnection", "false", "tlsEnableHostnameVerification", "false", "tlsTrustCertsFilePath", "",
-		"authentication.plugin", "", "authentication.data", "")
-	ombProducer = props("pulsar.yaml", "batchingEnabled", "true", "batchingMaxPublishDelayMs", "1", "batchingMaxBytes", "131072",
-		"blockIfQueueFull", "true", "pendingQueueSize", "0")
-	ombConsumer = props("pulsar.yaml", "receiverQueueSize", "10000", "subscriptionType", "Failover")
-)
-
-// withValue returns p with key set to v (appended: the later wins).
-func withValue(p workload.Properties, key, v string) workload.Properties {
-	return append(append(workload.Properties(nil), p...), workload.Property{Key: key, Value: v, File: "pulsar.yaml", Line: 99})
+// ombDriver returns the config of a copy of one of OMB's Pulsar driver
+// files (driver-pulsar/NAME), as OMB ships it.
+func ombDriver(t *testing.T, name string) *workload.DriverConfig {
+	t.Helper()
+	dc, err := workload.LoadDriver(filepath.Join("..", "..", "workload", "testdata", "omb-"+strings.TrimSuffix(name, ".yaml")+"-driver.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
 }
 
 // TestOMBSettings: OMB's Pulsar settings map onto the Go client's
@@ -136,12 +130,13 @@ func TestOMBSettings(t *testing.T) {
 	spec := driver.ProducerSpec{Topic: "t", MaxMessageBytes: 1024, MaxInFlight: 5000}
 	cases := []struct {
 		name               string
+		file               string // OMB's driver file whose settings come first
 		common, prod, cons workload.Properties
 		rf                 int
 		check              func(t *testing.T, c *config, po pulsar.ProducerOptions, co pulsar.ConsumerOptions)
 	}{{
 		// pulsar.yaml as OMB ships it.
-		name: "pulsar.yaml", common: ombClient, prod: ombProducer, cons: ombConsumer, rf: 1,
+		name: "pulsar.yaml", file: "pulsar.yaml", rf: 1,
 		check: func(t *testing.T, c *config, po pulsar.ProducerOptions, co pulsar.ConsumerOptions) {
 			if c.serviceURL != "pulsar://localhost:6650" || c.httpURL != "http://localhost:8080" || c.tenant != "benchmark" || c.namespace != "ns" {
 				t.Errorf("addresses and namespace: %s %s %s/%s", c.serviceURL, c.httpURL, c.tenant, c.namespace)
@@ -163,8 +158,7 @@ func TestOMBSettings(t *testing.T) {
 		},
 	}, {
 		// pulsar-effectively-once.yaml: deduplication on, no batchingMaxBytes (OMB's default 1 MiB).
-		name: "pulsar-effectively-once.yaml", common: withValue(ombClient, "persistence.deduplicationEnabled", "true"),
-		prod: props("pulsar-effectively-once.yaml", "batchingEnabled", "true", "batchingMaxPublishDelayMs", "1", "blockIfQueueFull", "true"), rf: 1,
+		name: "pulsar-effectively-once.yaml", file: "pulsar-effectively-once.yaml", rf: 1,
 		check: func(t *testing.T, c *config, po pulsar.ProducerOptions, co pulsar.ConsumerOptions) {
 			if !c.dedup || po.BatchingMaxSize != 1<<20 || co.ReceiverQueueSize != 10000 || co.Type != pulsar.Failover {
 				t.Errorf("dedup %v, batch bytes %d, receiver queue %d, type %v", c.dedup, po.BatchingMaxSize, co.ReceiverQueueSize, co.Type)
@@ -220,7 +214,16 @@ func TestOMBSettings(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseConfig(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: tc.rf, Common: tc.common, Producer: tc.prod, Consumer: tc.cons}, nil, nil)
+			dc := &workload.DriverConfig{Name: "pulsar", Source: "d.yaml"}
+			if tc.file != "" {
+				dc = ombDriver(t, tc.file)
+			}
+			dc.ReplicationFactor = tc.rf
+			dc.Common, dc.Producer, dc.Consumer = append(dc.Common, tc.common...), append(dc.Producer, tc.prod...), append(dc.Consumer, tc.cons...)
+			if _, err := New(dc, driver.Options{}); err != nil {
+				t.Fatalf("the driver refuses the config: %v", err)
+			}
+			c, err := parseConfig(dc, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
