@@ -78,8 +78,11 @@ NATS (nats) is built from the Go module proxy (needs the Go toolchain) and
 runs with JetStream: one server on 127.0.0.1:4222, or --brokers N servers
 on 127.0.1.i joined by routes, which replicate streams. Redis (redis) is
 Debian's redis-server (installed with apt-get when brokerbench runs as
-root), one server on 127.0.0.1:6379 with an append-only file. --controllers,
---heap-mb and --links apply to Kafka only.`,
+root), one server on 127.0.0.1:6379 with an append-only file. Pulsar
+(pulsar) is installed from Maven Central (needs Java 17+ and Maven) and
+runs one standalone node on 127.0.0.1:6650: broker, bookie and metadata
+store in one JVM, its admin API on a port of its own. --heap-mb applies
+to Kafka and Pulsar; --controllers and --links to Kafka only.`,
 	}
 	f := engine.DefaultLocalOptions()
 	cluster := localCluster(io, &f)
@@ -127,7 +130,7 @@ already recorded is used again: as it is if it runs, else started again
 with its data. A cluster of another shape that 'up' started is kept, and
 up stops saying what it is, unless --replace is given: replacing it
 deletes its data. A cluster a run started and left behind is replaced.`,
-		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n" +
+		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n  brokerbench local up pulsar\n" +
 			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092\n  brokerbench local up kafka --brokers 3 --replace",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cluster(cmd, args)

@@ -7,6 +7,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/memory"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nats"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/pulsar"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"
