@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,9 +18,11 @@ var _ driver.Checker = (*Driver)(nil)
 // value in a send.
 const metadataOverhead = 512
 
-// Check implements driver.Checker: every existing topic must exist, and a
-// message with its metadata must fit the broker's maxMessageSize (when
-// the broker discloses its configuration: it may ask for a superuser).
+// Check implements driver.Checker: every existing topic must exist, a
+// message with its metadata must fit the broker's maxMessageSize, and
+// the cluster must have the bookies an ensemble takes (the last two when
+// the broker discloses its configuration and bookies: it may ask for a
+// superuser).
 func (d *Driver) Check(ctx context.Context, spec driver.CheckSpec) error {
 	var errs []error
 	invalid := func(format string, args ...any) {
@@ -36,6 +39,10 @@ func (d *Driver) Check(ctx context.Context, spec driver.CheckSpec) error {
 			invalid("messages of %d bytes (%d with metadata) exceed the broker's maxMessageSize of %d bytes: raise maxMessageSize in the broker's configuration, or send smaller messages",
 				spec.MessageSize, spec.MessageSize+metadataOverhead, limit)
 		}
+	}
+	if n, ok := d.bookies(ctx); ok && d.cfg.persistence.ensemble > n {
+		invalid("the namespace's persistence policy asks for ensembles of %d bookies, and the cluster at %s has %d: give persistence.ensembleSize, writeQuorum and ackQuorum of at most %[3]d (OMB's files ask for 3), or a smaller replicationFactor",
+			d.cfg.persistence.ensemble, d.admin.base, n)
 	}
 	for _, t := range spec.ExistingTopics {
 		exists, err := d.topicExists(ctx, t)
@@ -68,4 +75,16 @@ func (d *Driver) topicExists(ctx context.Context, topic string) (bool, error) {
 		return false, fmt.Errorf("look up topic %q: %w", topic, err)
 	}
 	return true, nil
+}
+
+// bookies returns how many bookies the cluster has registered, and false
+// when the broker does not say.
+func (d *Driver) bookies(ctx context.Context) (int, bool) {
+	var all struct {
+		Bookies []json.RawMessage `json:"bookies"`
+	}
+	if err := d.admin.do(ctx, http.MethodGet, "/admin/v2/bookies/all", nil, &all); err != nil {
+		return 0, false
+	}
+	return len(all.Bookies), true
 }

@@ -81,7 +81,8 @@ func TestBrokerVersion(t *testing.T) {
 }
 
 // TestCheck: a run's messages must fit the broker's maxMessageSize
-// (5 MiB by default) and its existing topics must exist.
+// (5 MiB by default), its existing topics must exist, and its ensembles
+// must fit the cluster's bookies.
 func TestCheck(t *testing.T) {
 	d := connect(t, nil)
 	defer d.Close()
@@ -101,6 +102,12 @@ func TestCheck(t *testing.T) {
 	}
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{topic + "-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("a missing topic: %v; want an input error", err)
+	}
+	// OMB's ensembles of 3 bookies, on a node with one.
+	omb := connect(t, workload.Properties{{Key: "persistence.ensembleSize", Value: "3"}})
+	defer omb.Close()
+	if err := omb.(driver.Checker).Check(ctx, driver.CheckSpec{MessageSize: 100}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "persistence.ensembleSize") {
+		t.Errorf("ensembles of 3 bookies on a node with 1: %v; want an input error naming persistence.ensembleSize", err)
 	}
 }
 
