@@ -214,7 +214,7 @@ func (d *decoder) nested(field, prefix string, v *yaml.Node) Properties {
 			props = append(props, d.nested(field, key+".", val)...)
 		case val.Kind != yaml.ScalarNode:
 			d.fail(val, field+"."+key, "must be a single value or a mapping")
-		case val.Tag == "!!null":
+		case val.Tag == "!!null": // no value: left unset
 		default:
 			props = append(props, Property{Key: key, Value: val.Value, File: d.file, Line: k.Line})
 			d.secrets(field, &props[len(props)-1])
