@@ -108,8 +108,12 @@ func standaloneConfig(c *local.Cluster, n *local.Node) string {
 	fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node Pulsar standalone cluster on loopback.\n", n.ID, c.Brokers)
 	fmt.Fprintf(&b, "clusterName=standalone\nadvertisedAddress=%s\nbindAddress=%[1]s\n", n.Host)
 	fmt.Fprintf(&b, "brokerServicePort=%d\nwebServicePort=%d\n", n.Ports["client"], n.Ports["http"])
-	// The bookie: its port, and the bookie id it advertises.
-	fmt.Fprintf(&b, "bookiePort=%d\nallowEphemeralPorts=true\n", n.Ports["bookie"])
+	// The bookie: its port, on the loopback interface's address (the one
+	// advertised) rather than every interface.
+	fmt.Fprintf(&b, "bookiePort=%d\nallowEphemeralPorts=true\nlisteningInterface=lo\n", n.Ports["bookie"])
+	// Metrics by namespace, not by topic: a run's partitions would
+	// each be series of their own.
+	b.WriteString("exposeTopicLevelMetricsInPrometheus=false\n")
 	b.WriteString(`functionsWorkerEnabled=false
 transactionCoordinatorEnabled=false
 webSocketServiceEnabled=false
@@ -152,9 +156,9 @@ func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 }
 
 // MetricsURL implements local.Metered: the broker's Prometheus endpoint,
-// on its web service port.
+// on its web service port ("/metrics" answers with a redirect there).
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
-	return "http://" + n.Addr("http") + "/metrics"
+	return "http://" + n.Addr("http") + "/metrics/"
 }
 
 // Ready implements local.Kind: every node's broker answers its health

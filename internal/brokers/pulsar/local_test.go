@@ -23,7 +23,7 @@ func TestLocalNode(t *testing.T) {
 	n.Ports = map[string]int{"client": 6650, "http": 41080, "bookie": 41181}
 	conf := standaloneConfig(c, n)
 	for _, want := range []string{"advertisedAddress=127.0.0.1\n", "bindAddress=127.0.0.1\n", "brokerServicePort=6650\n", "webServicePort=41080\n",
-		"bookiePort=41181\n", "managedLedgerDefaultEnsembleSize=1\n", "managedLedgerDefaultAckQuorum=1\n", "functionsWorkerEnabled=false\n", "brokerDeleteInactiveTopicsEnabled=false\n"} {
+		"bookiePort=41181\n", "listeningInterface=lo\n", "exposeTopicLevelMetricsInPrometheus=false\n", "managedLedgerDefaultEnsembleSize=1\n", "managedLedgerDefaultAckQuorum=1\n", "functionsWorkerEnabled=false\n", "brokerDeleteInactiveTopicsEnabled=false\n"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("standalone.conf lacks %q:\n%s", strings.TrimSpace(want), conf)
 		}
@@ -39,7 +39,7 @@ func TestLocalNode(t *testing.T) {
 	if !strings.Contains(cmd, n.Marker()) {
 		t.Errorf("command %s does not name the node's directory", cmd)
 	}
-	if got := (Kind{}).MetricsURL(c, n); got != "http://127.0.0.1:41080/metrics" {
+	if got := (Kind{}).MetricsURL(c, n); got != "http://127.0.0.1:41080/metrics/" {
 		t.Errorf("metrics at %s", got)
 	}
 	st := local.Status{Bootstrap: []string{"127.0.0.1:6650"}, Nodes: []local.NodeStatus{{Node: *n}}}
