@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -19,10 +20,11 @@ var _ driver.Checker = (*Driver)(nil)
 const metadataOverhead = 512
 
 // Check implements driver.Checker: every existing topic must exist, a
-// message with its metadata must fit the broker's maxMessageSize, and
-// the cluster must have the bookies an ensemble takes (the last two when
-// the broker discloses its configuration and bookies: it may ask for a
-// superuser).
+// message with its metadata must fit the broker's maxMessageSize, the
+// cluster must have the bookies an ensemble takes (these two when the
+// broker discloses its configuration and bookies: it may ask for a
+// superuser), and a tenant the driver will create must be allowed on a
+// cluster the broker knows (clusterName).
 func (d *Driver) Check(ctx context.Context, spec driver.CheckSpec) error {
 	var errs []error
 	invalid := func(format string, args ...any) {
@@ -43,6 +45,9 @@ func (d *Driver) Check(ctx context.Context, spec driver.CheckSpec) error {
 	if n, ok := d.bookies(ctx); ok && d.cfg.persistence.ensemble > n {
 		invalid("the namespace's persistence policy asks for ensembles of %d bookies, and the cluster at %s has %d: give persistence.ensembleSize, writeQuorum and ackQuorum of at most %[3]d (OMB's files ask for 3), or a smaller replicationFactor",
 			d.cfg.persistence.ensemble, d.admin.base, n)
+	}
+	if msg := d.unknownCluster(ctx); msg != "" {
+		invalid("%s", msg)
 	}
 	for _, t := range spec.ExistingTopics {
 		exists, err := d.topicExists(ctx, t)
@@ -87,4 +92,21 @@ func (d *Driver) bookies(ctx context.Context) (int, bool) {
 		return 0, false
 	}
 	return len(all.Bookies), true
+}
+
+// unknownCluster says why the tenant the driver would create could not
+// be allowed on the cluster clusterName names, one the broker does not
+// know (OMB's files name "local", a standalone node "standalone"); ""
+// when it can, the tenant exists, or the broker does not say.
+func (d *Driver) unknownCluster(ctx context.Context) string {
+	if d.cfg.clusters == nil {
+		return ""
+	}
+	var tenants, clusters []string
+	if d.admin.do(ctx, http.MethodGet, "/admin/v2/tenants", nil, &tenants) != nil || contains(tenants, d.cfg.tenant) ||
+		d.admin.do(ctx, http.MethodGet, "/admin/v2/clusters", nil, &clusters) != nil || contains(clusters, d.cfg.clusters[0]) {
+		return ""
+	}
+	return fmt.Sprintf("clusterName %q is not a cluster of the broker at %s, which knows %s: tenant %q cannot be created there; name one of those, or leave clusterName out",
+		d.cfg.clusters[0], d.admin.base, strings.Join(clusters, ", "), d.cfg.tenant)
 }

@@ -81,8 +81,9 @@ func TestBrokerVersion(t *testing.T) {
 }
 
 // TestCheck: a run's messages must fit the broker's maxMessageSize
-// (5 MiB by default), its existing topics must exist, and its ensembles
-// must fit the cluster's bookies.
+// (5 MiB by default), its existing topics must exist, its ensembles
+// must fit the cluster's bookies, and a tenant it creates must be
+// allowed on a cluster the broker knows.
 func TestCheck(t *testing.T) {
 	d := connect(t, nil)
 	defer d.Close()
@@ -102,6 +103,13 @@ func TestCheck(t *testing.T) {
 	}
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{topic + "-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("a missing topic: %v; want an input error", err)
+	}
+	// OMB's cluster name "local", for a tenant to create on a node whose
+	// cluster is "standalone".
+	local := connect(t, workload.Properties{{Key: "clusterName", Value: "local"}, {Key: "namespacePrefix", Value: "bb-omb/ns"}})
+	defer local.Close()
+	if err := local.(driver.Checker).Check(ctx, driver.CheckSpec{MessageSize: 100}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), `clusterName "local"`) {
+		t.Errorf("a tenant to create on cluster local: %v; want an input error naming clusterName", err)
 	}
 	// OMB's ensembles of 3 bookies, on a node with one.
 	omb := connect(t, workload.Properties{{Key: "persistence.ensembleSize", Value: "3"}})
