@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -179,6 +180,9 @@ var headlines = map[string]bool{
 	"nats_jetstream_storage_bytes": true, "nats_jetstream_api_errors_per_second": true,
 
 	"redis_commands_per_second": true, "redis_bytes_in_per_second": true, "redis_memory_used_bytes": true,
+
+	"pulsar_in_messages_per_second": true, "pulsar_out_messages_per_second": true, "pulsar_in_bytes_per_second": true,
+	"pulsar_out_bytes_per_second": true, "pulsar_msg_backlog": true, "pulsar_storage_size": true,
 }
 
 // Headline reports whether the series called name (without labels) is
@@ -207,9 +211,12 @@ func worstOf(key string) bool {
 // Parse reads Prometheus's text format and returns its counters and
 // gauges by series key: the metric's name and its labels but "version"
 // (sorted, name="value" in braces), summed over series that differ only
-// in labels left out. Untyped samples count as gauges; summaries and
-// histograms are skipped, and so are the runtime's metrics (JVM, Go,
-// process, exporter).
+// in labels left out. Untyped samples count as gauges, and a gauge or an
+// untyped sample whose name ends in "_total", the suffix of counters, as
+// a counter (Pulsar's brokers type their counters as gauges). Samples
+// without a value (NaN, as a percentile of nothing reads) or with an
+// infinite one are skipped, and so are summaries, histograms and the
+// runtime's metrics (JVM, Go, process, exporter).
 func Parse(r io.Reader) (counters, gauges map[string]float64, err error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(r)
@@ -222,14 +229,25 @@ func Parse(r io.Reader) (counters, gauges map[string]float64, err error) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			key := seriesKey(name, m.GetLabel())
+			var v float64
 			switch f.GetType() {
 			case dto.MetricType_COUNTER:
-				counters[key] += m.GetCounter().GetValue()
+				v = m.GetCounter().GetValue()
 			case dto.MetricType_GAUGE:
-				gauges[key] += m.GetGauge().GetValue()
+				v = m.GetGauge().GetValue()
 			case dto.MetricType_UNTYPED:
-				gauges[key] += m.GetUntyped().GetValue()
+				v = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			key := seriesKey(name, m.GetLabel())
+			if f.GetType() == dto.MetricType_COUNTER || strings.HasSuffix(name, "_total") {
+				counters[key] += v
+			} else {
+				gauges[key] += v
 			}
 		}
 	}

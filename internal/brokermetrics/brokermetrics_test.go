@@ -91,13 +91,45 @@ func TestNoTargetReadable(t *testing.T) {
 	}
 }
 
+// TestParseTotalsAndNaN: a gauge named as a counter is read as one, and
+// samples without a finite value are left out (results, in JSON, could
+// not hold them).
+func TestParseTotalsAndNaN(t *testing.T) {
+	c, g, err := Parse(strings.NewReader(`# TYPE pulsar_in_messages_total gauge
+pulsar_in_messages_total{namespace="public/default"} 120
+# TYPE pulsar_topic_load_time_median_ms gauge
+pulsar_topic_load_time_median_ms NaN
+# TYPE up gauge
+up +Inf
+# TYPE pulsar_storage_size gauge
+pulsar_storage_size 4096
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[`pulsar_in_messages_total{namespace="public/default"}`] != 120 || len(c) != 1 {
+		t.Errorf("counters %v", c)
+	}
+	if g["pulsar_storage_size"] != 4096 || len(g) != 1 {
+		t.Errorf("gauges %v", g)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("# TYPE a_total counter\na_total{x=\"1\"} 3\n# TYPE g gauge\ng 1.5\nu 2\n")
 	f.Add("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n")
+	f.Add("# TYPE p_total gauge\np_total 7\n# TYPE q gauge\nq NaN\nr +Inf\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		c, g, err := Parse(strings.NewReader(text))
 		if err == nil && (c == nil || g == nil) {
 			t.Error("no error and nil maps")
+		}
+		for _, m := range []map[string]float64{c, g} {
+			for k, v := range m {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Errorf("%s = %v: no value is kept that results cannot hold", k, v)
+				}
+			}
 		}
 	})
 }

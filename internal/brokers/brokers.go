@@ -102,6 +102,20 @@ type Local struct {
 	// comes from, what it needs and how its nodes are laid out: a
 	// paragraph that starts with the broker's name and the kind's.
 	Help string
+	// Endpoints returns the addresses a driver is given of a running
+	// cluster of the kind, st, whose listener it connects to; nil:
+	// st.Endpoints(listener). Optional: for drivers that need more than
+	// one listener of each node (Pulsar's binary protocol and admin API).
+	Endpoints func(st local.Status, listener string) []string
+}
+
+// LocalEndpoints returns the addresses a driver of the broker is given of
+// its running local cluster st, whose listener it connects to.
+func (m Module) LocalEndpoints(st local.Status, listener string) []string {
+	if m.Local != nil && m.Local.Endpoints != nil && len(st.Endpoints(listener)) > 0 {
+		return m.Local.Endpoints(st, listener)
+	}
+	return st.Endpoints(listener)
 }
 
 // Metrics is how a broker's nodes' own metrics are read.

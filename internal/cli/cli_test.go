@@ -180,7 +180,7 @@ func TestExitCodes(t *testing.T) {
 		// Unreachable broker: the run fails, exit 1.
 		{"unreachable", []string{"run", "../workload/testdata/omb-1-topic-6-partitions-100b.yaml", "--broker", "127.0.0.1:1", "--duration", "1s"}, ExitRunFailed, "127.0.0.1:1"},
 		// A broker we do not manage.
-		{"local wrong broker", []string{"local", "up", "pulsar"}, ExitInvalidInput, "kafka"},
+		{"local wrong broker", []string{"local", "up", "activemq"}, ExitInvalidInput, "kafka"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -137,7 +137,7 @@ already recorded is used again: as it is if it runs, else started again
 with its data. A cluster of another shape that 'up' started is kept, and
 up stops saying what it is, unless --replace is given: replacing it
 deletes its data. A cluster a run started and left behind is replaced.`,
-		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n" +
+		Example: "  brokerbench local up kafka\n  brokerbench local up kafka --brokers 3\n  brokerbench local up nats\n  brokerbench local up redis\n  brokerbench local up pulsar\n" +
 			"  brokerbench local up kafka --brokers 6 --controllers 3 --heap-mb 384 --port 19092\n  brokerbench local up kafka --brokers 3 --replace",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cluster(cmd, args)

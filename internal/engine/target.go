@@ -214,7 +214,8 @@ func (t *Target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 		return driver.Options{}, failed(err)
 	}
 	listener := need.listener
-	endpoints := t.status.Endpoints(listener)
+	reg, _ := brokers.Lookup(dc.Name)
+	endpoints := reg.LocalEndpoints(t.status, listener)
 	if len(endpoints) == 0 {
 		return driver.Options{}, badInput(fmt.Errorf("the local %s cluster has no %q listener, which %s needs", t.cluster.Kind.Name(), listener, dc.Source))
 	}

@@ -169,6 +169,9 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		}
 		fields["name"] = stringField(&name)
 		fields["driverClass"] = stringField(&c.DriverClass)
+		for key, dst := range map[string]*Properties{"client": &c.Common, "producer": &c.Producer, "consumer": &c.Consumer} {
+			fields[key] = func(d *decoder, key string, v *yaml.Node) { *dst = append(*dst, d.nested(key, "", v)...) }
+		}
 		for _, key := range ombTopLevelSettings {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) {
 				if s, ok := scalarOrList(d, key, v); ok {
@@ -195,6 +198,37 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		d.fail(n, "driver", `missing: name the broker driver, for example "driver: kafka"`)
 	}
 	return c
+}
+
+// nested decodes a section of OMB's Pulsar driver file (client:,
+// producer:, consumer:, kept as commonConfig, producerConfig and
+// consumerConfig): a mapping whose nested mappings' keys are joined with
+// dots, prefix first ("persistence.ensembleSize"). A setting without a
+// value (YAML null) is left unset, as OMB's driver leaves it.
+func (d *decoder) nested(field, prefix string, v *yaml.Node) Properties {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.MappingNode {
+		d.fail(v, field, "must be a mapping of settings")
+		return nil
+	}
+	var props Properties
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		key := prefix + k.Value
+		switch {
+		case val.Kind == yaml.MappingNode:
+			props = append(props, d.nested(field, key+".", val)...)
+		case val.Kind != yaml.ScalarNode:
+			d.fail(val, field+"."+key, "must be a single value or a mapping")
+		case val.Tag == "!!null": // no value: left unset
+		default:
+			props = append(props, Property{Key: key, Value: val.Value, File: d.file, Line: k.Line})
+			d.secrets(field, &props[len(props)-1])
+		}
+	}
+	return props
 }
 
 // properties decodes either a Java-properties text block (OMB style) or a

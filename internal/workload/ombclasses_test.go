@@ -5,4 +5,5 @@ package workload
 func init() {
 	RegisterOMBDriverClass("io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver", "kafka")
 	RegisterOMBDriverClass("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver", "rabbitmq")
+	RegisterOMBDriverClass("io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver", "pulsar")
 }

@@ -82,6 +82,51 @@ func TestParseOMBDriver(t *testing.T) {
 	}
 }
 
+// TestParseOMBPulsarDriver: OMB's Pulsar driver files nest their
+// settings in client, producer and consumer sections, read as
+// commonConfig, producerConfig and consumerConfig with nested keys joined
+// by dots; settings without a value are left unset.
+func TestParseOMBPulsarDriver(t *testing.T) {
+	d, err := LoadDriver("testdata/omb-pulsar-driver.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "pulsar" || d.Format != OMB || d.ReplicationFactor != 1 {
+		t.Fatalf("unexpected driver: %+v", d)
+	}
+	if p := d.Common.Map()["persistence.ensembleSize"]; p.Value != "3" || p.Line != 28 {
+		t.Errorf("persistence.ensembleSize = %+v, want 3 on line 28", p)
+	}
+	for _, unset := range []string{"tlsTrustCertsFilePath", "authentication.plugin", "authentication.data", "persistence"} {
+		if v, ok := d.Common.Get(unset); ok {
+			t.Errorf("%s set to %q; OMB's file gives it no value", unset, v)
+		}
+	}
+	if len(d.Common) != 13 || len(d.Producer) != 5 || len(d.Consumer) != 2 || len(d.Topic) != 0 {
+		t.Errorf("property counts: common %d producer %d consumer %d topic %d", len(d.Common), len(d.Producer), len(d.Consumer), len(d.Topic))
+	}
+	if v, _ := d.Consumer.Get("subscriptionType"); v != "Failover" {
+		t.Errorf("subscriptionType = %q", v)
+	}
+	once, err := LoadDriver("testdata/omb-pulsar-effectively-once-driver.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := once.Common.Get("persistence.deduplicationEnabled"); v != "true" || len(once.Producer) != 3 || len(once.Consumer) != 1 {
+		t.Errorf("deduplication %q, producer %v, consumer %v", v, once.Producer, once.Consumer)
+	}
+	// A section that is not a mapping, and a list inside one, are refused
+	// with their line.
+	for src, want := range map[string]string{
+		"driverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver\nclient: pulsar://h:6650\n":       "p.yaml:2",
+		"driverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver\nproducer:\n  batching: [1, 2]\n": "p.yaml:3",
+	} {
+		if _, err := ParseDriver("p.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: error %v, want one at %s", src, err, want)
+		}
+	}
+}
+
 // TestParseErrors checks that every kind of bad input is reported with the
 // file, the line and the field, and wraps ErrInvalid.
 func TestParseErrors(t *testing.T) {
@@ -235,7 +280,7 @@ func TestRedacted(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"testdata/omb-1-topic-6-partitions-100b.yaml", "testdata/omb-kafka-driver.yaml"} {
+	for _, p := range []string{"testdata/omb-1-topic-6-partitions-100b.yaml", "testdata/omb-kafka-driver.yaml", "testdata/omb-pulsar-driver.yaml"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/mqtt"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nats"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nsq"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/pulsar"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -81,7 +79,7 @@ func LibDir(cacheDir string) string {
 // Install downloads the pinned Kafka release and its dependencies from Maven
 // Central into cacheDir, unless already there. It needs Java 17+ and Maven.
 func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	if err := checkJava(ctx); err != nil {
+	if err := local.CheckJava(ctx, "Kafka "+Version, 17); err != nil {
 		return err
 	}
 	dist := filepath.Dir(LibDir(cacheDir))
@@ -89,27 +87,12 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	if _, err := os.Stat(done); err == nil {
 		return installJMXExporter(ctx, cacheDir, logf)
 	}
-	mvn, err := exec.LookPath("mvn")
-	if err != nil {
-		return fmt.Errorf("%w: Maven (mvn) is needed to download Kafka %s from Maven Central: install it (Debian: apt-get install maven)", local.ErrPrerequisite, Version)
-	}
-	if err := os.MkdirAll(dist, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dist, err)
-	}
-	if err := os.WriteFile(filepath.Join(dist, "pom.xml"), []byte(kafkaPOM), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
+	if _, err := local.Maven("Kafka " + Version); err != nil {
 		return err
 	}
 	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", Version, dist)
-	_ = os.RemoveAll(LibDir(cacheDir))
-	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "-s", "settings.xml",
-		"dependency:copy-dependencies", "-DoutputDirectory=lib", "-DincludeScope=runtime")
-	cmd.Dir = dist
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("download Kafka %s with Maven: %w\n%s", Version, err, local.LastLines(string(out), 20))
+	if err := local.MavenDependencies(ctx, dist, kafkaPOM, "Kafka "+Version); err != nil {
+		return err
 	}
 	if _, err := os.Stat(filepath.Join(LibDir(cacheDir), "kafka_2.13-"+Version+".jar")); err != nil {
 		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", LibDir(cacheDir))
@@ -127,12 +110,12 @@ func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, 
 	if _, err := os.Stat(jar); err == nil {
 		return nil
 	}
-	mvn, err := exec.LookPath("mvn")
+	mvn, err := local.Maven("the Prometheus JMX exporter")
 	if err != nil {
-		return fmt.Errorf("%w: Maven (mvn) is needed to download the Prometheus JMX exporter from Maven Central: install it (Debian: apt-get install maven)", local.ErrPrerequisite)
+		return err
 	}
 	dist := filepath.Dir(LibDir(cacheDir))
-	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(mavenSettings), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(local.MavenSettings), 0o644); err != nil {
 		return err
 	}
 	logf("installing the Prometheus JMX exporter %s from Maven Central into %s", jmxExporterVersion, filepath.Dir(jar))
@@ -144,27 +127,6 @@ func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, 
 	}
 	if _, err := os.Stat(jar); err != nil {
 		return fmt.Errorf("Maven finished but %s is missing", jar)
-	}
-	return nil
-}
-
-var javaVersionRE = regexp.MustCompile(`version "(\d+)`)
-
-func checkJava(ctx context.Context) error {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return fmt.Errorf("%w: Java 17 or newer is needed to run Kafka: install it (Debian: apt-get install openjdk-17-jre-headless)", local.ErrPrerequisite)
-	}
-	out, err := exec.CommandContext(ctx, java, "-version").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%w: %s -version failed: %v", local.ErrPrerequisite, java, err)
-	}
-	m := javaVersionRE.FindSubmatch(out)
-	if m == nil {
-		return fmt.Errorf("%w: cannot read the Java version from %q", local.ErrPrerequisite, local.LastLines(string(out), 3))
-	}
-	if v, _ := strconv.Atoi(string(m[1])); v < 17 {
-		return fmt.Errorf("%w: Kafka %s needs Java 17 or newer, found Java %d", local.ErrPrerequisite, Version, v)
 	}
 	return nil
 }
@@ -521,14 +483,4 @@ const kafkaPOM = `<project xmlns="http://maven.apache.org/POM/4.0.0">
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>` + log4jVersion + `</version></dependency>
   </dependencies>
 </project>
-`
-
-// mavenSettings sends every repository but Maven Central to a URL that
-// fails at once, so transitive POMs naming unreachable repositories cannot
-// stall the download.
-const mavenSettings = `<settings>
-  <mirrors>
-    <mirror><id>central-only</id><mirrorOf>external:*,!central</mirrorOf><url>file:///nonexistent-brokerbench-mirror</url></mirror>
-  </mirrors>
-</settings>
 `

@@ -14,8 +14,7 @@ var LocalKind = &brokers.Local{Kind: "kafka", Port: 9092, New: NewLocal, MaxNode
 		" quorum or --controllers dedicated ones. Internal topics are replicated min(3, " +
 		"N) times. A cluster's nodes share the machine's cores and disk: on 2 cores and " +
 		"24 GiB, 9 brokers of 512 MiB start in 35 s and take 3 GiB resident when idle; 3 " +
-		"is what the reference studies use. --controllers and --heap-mb apply to Kafka " +
-		"only.",
+		"is what the reference studies use. --controllers applies to Kafka only.",
 }
 
 func init() {

@@ -1,0 +1,31 @@
+package pulsar
+
+import (
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+// LocalKind is the kind of local cluster brokerbench starts for Pulsar:
+// one standalone node (broker, bookie and metadata store in one JVM).
+var LocalKind = &brokers.Local{Kind: "pulsar", Port: 6650, New: NewLocal, MaxNodes: 1,
+	NoLinks:   "the Pulsar client dials each broker at the address the topic lookups return, which brokerbench cannot yet point at a node's own links",
+	Endpoints: localEndpoints,
+	Help: "Pulsar (pulsar) is installed from Maven Central (needs Java 17+ and Maven) and " +
+		"runs one standalone node on 127.0.0.1:6650: broker, bookie and metadata store in " +
+		"one JVM, its admin API on a port of its own; --heap-mb sets its heap.",
+}
+
+func init() {
+	brokers.Register(brokers.Module{
+		Name: "pulsar", New: New, EndpointSetting: "serviceUrl",
+		// Replication is the namespace's persistence policy (ensemble,
+		// write and ack quorums). The written count is the topics'
+		// message-in counter; with deduplication on the driver gives
+		// none (see New), and its conformance test says so.
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, Written: true},
+		Local:        LocalKind,
+		Metrics:      &brokers.Metrics{Endpoint: "Prometheus text at each broker's web service port (/metrics), served by the broker itself"},
+		OMBClasses:   []string{"io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"},
+		Docs:         "docs/drivers/pulsar.md",
+	})
+}

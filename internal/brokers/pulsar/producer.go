@@ -1,0 +1,186 @@
+package pulsar
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/brokerbench/brokerbench/internal/clock"
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+// NewProducer implements driver.Driver. Each producer has a client of
+// its own, whose memory limit holds the producer's in-flight messages,
+// as OMB's producers share one client sized for all of them.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := d.cfg
+	cl, err := d.newClient(max(c.memoryLimit, 2*int64(spec.MaxInFlight)*int64(spec.MaxMessageBytes)))
+	if err != nil {
+		return nil, err
+	}
+	o := producerOptions(c, spec)
+	o.Topic = d.topicName(spec.Topic)
+	if c.dedup {
+		// Deduplication tells a resent message by its producer's name
+		// and sequence id: a name of its own keeps a producer's ids apart
+		// from every other's, also across reconnections.
+		o.Name = "brokerbench-" + randomHex(8)
+	}
+	pp, err := cl.CreateProducer(o)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("pulsar producer of topic %q: %w", spec.Topic, err)
+	}
+	return &producer{cl: cl, pp: pp, ack: ack}, nil
+}
+
+// producerOptions maps the producer settings onto the client's options
+// for a producer of spec: its queue holds at least the runner's
+// in-flight bound, so that Send does not block below it.
+func producerOptions(c *config, spec driver.ProducerSpec) pulsar.ProducerOptions {
+	return pulsar.ProducerOptions{
+		DisableBatching:         !c.batching,
+		BatchingMaxPublishDelay: c.batchDelay,
+		BatchingMaxSize:         max(c.batchMaxBytes, uint(spec.MaxMessageBytes)),
+		BatchingMaxMessages:     c.batchMaxMessages,
+		DisableBlockIfQueueFull: !c.blockIfQueueFull,
+		MaxPendingMessages:      max(c.pendingQueueSize, spec.MaxInFlight),
+		SendTimeout:             c.sendTimeout,
+		CompressionType:         c.compression,
+		MessageRouter:           newRouter(c).route,
+	}
+}
+
+// router picks the partition of a message as the Java client's default
+// router does for OMB's producers: by its key when it has one (FNV-1a,
+// as brokerbench's other drivers); without, in turn, and with batching
+// on, one partition per batching delay so that batches fill. The Go
+// client's own router, with OMB's unlimited batch count, would send a
+// keyless producer's messages to one partition until a batch's bytes
+// ran out. It is safe for concurrent use.
+type router struct {
+	spread      driver.Spreader
+	batching    bool
+	switchEvery int64  // ns each partition has in turn, with batching on
+	offset      uint64 // the first partition's, so producers start apart
+}
+
+func newRouter(c *config) *router {
+	return &router{batching: c.batching, switchEvery: max(c.batchDelay.Nanoseconds(), int64(time.Millisecond)), offset: rand.Uint64()}
+}
+
+func (r *router) route(m *pulsar.ProducerMessage, md pulsar.TopicMetadata) int {
+	n := int(md.NumPartitions())
+	switch {
+	case n <= 1:
+		return 0
+	case m.Key != "" || !r.batching:
+		return r.spread.Partition([]byte(m.Key), n)
+	default:
+		return int((uint64(clock.Now()/r.switchEvery) + r.offset) % uint64(n))
+	}
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type producer struct {
+	cl  pulsar.Client
+	pp  pulsar.Producer
+	ack driver.AckFunc
+	// ackMu serialises acknowledgements: the client calls back from
+	// each partition's goroutine.
+	ackMu sync.Mutex
+	// pending counts messages sent and not yet acknowledged or failed.
+	pending sync.WaitGroup
+	// slots are every message slot of this producer, for Close to fail
+	// those the client did not call back for.
+	slotsMu sync.Mutex
+	slots   []*sendSlot
+}
+
+// sendSlot is the per-Message state kept in Message.DriverState: the
+// message the client sends and the callback bound to it.
+type sendSlot struct {
+	p        *producer
+	msg      *driver.Message
+	pm       pulsar.ProducerMessage
+	sent     func(pulsar.MessageID, *pulsar.ProducerMessage, error) // s.onSent, bound once
+	inFlight atomic.Bool
+}
+
+// Send implements driver.Producer. It allocates only the first time a
+// Message is sent, and for a key.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	s, _ := m.DriverState.(*sendSlot)
+	if s == nil || s.p != p {
+		s = &sendSlot{p: p, msg: m}
+		s.sent = s.onSent
+		m.DriverState = s
+		p.slotsMu.Lock()
+		p.slots = append(p.slots, s)
+		p.slotsMu.Unlock()
+	}
+	s.pm = pulsar.ProducerMessage{Payload: m.Value}
+	if len(m.Key) > 0 {
+		s.pm.Key = string(m.Key)
+	}
+	s.inFlight.Store(true)
+	p.pending.Add(1)
+	p.pp.SendAsync(ctx, &s.pm, s.sent)
+}
+
+// onSent is the client's callback for the slot's message.
+func (s *sendSlot) onSent(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+	s.finish(err)
+}
+
+// finish acknowledges the slot's message with err, unless that was done
+// already (by Close).
+func (s *sendSlot) finish(err error) {
+	if !s.inFlight.CompareAndSwap(true, false) {
+		return
+	}
+	if err != nil {
+		err = sendError{err}
+	}
+	p := s.p
+	p.ackMu.Lock()
+	p.ack(s.msg, err)
+	p.ackMu.Unlock()
+	p.pending.Done()
+}
+
+// Flush implements driver.Producer: it sends the open batches and waits
+// for every acknowledgement.
+func (p *producer) Flush(ctx context.Context) error {
+	_ = p.pp.FlushWithCtx(ctx) // a failed send is the message's ack's to report
+	return driver.WaitIdle(ctx, &p.pending)
+}
+
+// Close implements driver.Producer: messages still in flight are failed,
+// and every acknowledgement has been called when it returns.
+func (p *producer) Close() {
+	p.pp.Close()
+	p.slotsMu.Lock()
+	for _, s := range p.slots {
+		s.finish(pulsar.ErrProducerClosed)
+	}
+	p.slotsMu.Unlock()
+	p.pending.Wait()
+	p.cl.Close()
+}
