@@ -68,6 +68,25 @@ measures).`,
 	addBrokerMetrics(fl, &o.BrokerMetrics)
 	addLocalTarget(fl, &o.Local)
 	addHistoryFlags(fl, &hist)
+	addRunFlags(fl, &o, &quiet)
+	addWorkers(fl, &o.Workers)
+	fl.IntVar(&o.Local.Brokers, "local-brokers", o.Local.Brokers, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", engine.MaxLocalBrokers))
+	fl.BoolVar(&o.Local.Links, "local-links", o.Local.Links, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
+	return cmd
+}
+
+// addWorkers declares the flags that spread a run over workers.
+func addWorkers(fl *pflag.FlagSet, o *engine.WorkerOptions) {
+	fl.StringSliceVar(&o.URLs, "workers", o.URLs, "spread the run over these workers ('brokerbench worker'), comma-separated http://host:port; the results are merged as one run's")
+	fl.StringVar(&o.File, "workers-file", o.File, "read the workers' URLs from this file, one per line")
+	fl.IntVar(&o.Local, "local-workers", o.Local, "spread the run over this many worker processes started on this machine, each on its own loopback address")
+	fl.DurationVar(&o.Wait, "workers-wait", o.Wait, "wait this long for workers that do not answer yet (pods starting); 0 fails at once")
+	fl.StringVar(&o.Placement, "placement", o.Placement, "how producers and consumers are spread over workers: spread (in turn by id) or by-topic (each topic's on one worker: end-to-end latency on one clock)")
+}
+
+// addRunFlags declares the flags only run has, bound to o; --quiet sets
+// quiet.
+func addRunFlags(fl *pflag.FlagSet, o *engine.RunOptions, quiet *bool) {
 	fl.StringVarP(&o.DriverFile, "driver", "d", o.DriverFile, "driver config file (OMB or brokerbench format); default: the workload's inline driver, else Kafka")
 	fl.StringVar(&o.Broker, "broker", o.Broker, "broker address(es), comma-separated; overrides the driver config")
 	fl.StringVarP(&o.Out, "out", "o", o.Out, "results JSON path (default results/<workload>-<run id>.json)")
@@ -87,18 +106,5 @@ measures).`,
 	fl.BoolVar(&o.NoLatencyRecording, "no-latency-recording", o.NoLatencyRecording, "record no latencies (measures what recording costs; for bench/ only)")
 	_ = fl.MarkHidden("no-latency-recording")
 	fl.BoolVar(&o.Progress, "progress", o.Progress, "print a progress line per interval (as 'study --progress')")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
-	addWorkers(fl, &o.Workers)
-	fl.IntVar(&o.Local.Brokers, "local-brokers", o.Local.Brokers, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", engine.MaxLocalBrokers))
-	fl.BoolVar(&o.Local.Links, "local-links", o.Local.Links, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
-	return cmd
-}
-
-// addWorkers declares the flags that spread a run over workers.
-func addWorkers(fl *pflag.FlagSet, o *engine.WorkerOptions) {
-	fl.StringSliceVar(&o.URLs, "workers", o.URLs, "spread the run over these workers ('brokerbench worker'), comma-separated http://host:port; the results are merged as one run's")
-	fl.StringVar(&o.File, "workers-file", o.File, "read the workers' URLs from this file, one per line")
-	fl.IntVar(&o.Local, "local-workers", o.Local, "spread the run over this many worker processes started on this machine, each on its own loopback address")
-	fl.DurationVar(&o.Wait, "workers-wait", o.Wait, "wait this long for workers that do not answer yet (pods starting); 0 fails at once")
-	fl.StringVar(&o.Placement, "placement", o.Placement, "how producers and consumers are spread over workers: spread (in turn by id) or by-topic (each topic's on one worker: end-to-end latency on one clock)")
+	fl.BoolVarP(quiet, "quiet", "q", false, "no progress lines: the same as --progress=false")
 }

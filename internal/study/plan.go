@@ -24,8 +24,9 @@ const (
 	// Full keeps the published parameters.
 	Full Scale = "full"
 	// Smoke is Quick cut to one short run per setup: one iteration, the
-	// first value of each swept parameter, no warmup, 1 s of
-	// measurement, at most smokeMessages messages. It checks a study's
+	// first value of each swept parameter, no warmup, 1 s of measurement
+	// (or until 2 s after the last fault ends), at most smokeMessages
+	// messages. It checks a study's
 	// plan, setups and report end to end in about a minute; its figures
 	// mean nothing.
 	Smoke Scale = "smoke"
@@ -162,34 +163,8 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 		}
 		params = append(params, results.Param{Name: a.param.Name, Value: a.shown()})
 	}
-	if scale.reduced() {
-		q := s.Quick
-		w.Warmup, w.Duration = time.Second, 5*time.Second
-		if q.Warmup > 0 || q.Duration > 0 {
-			w.Warmup, w.Duration = q.Warmup, q.Duration
-		}
-		// Message counts shrink; a backlog test's target shrinks with them
-		// so that it can still be reached.
-		if q.Messages > 0 && w.MessageLimit > q.Messages {
-			w.MessageLimit = q.Messages
-			if gb := float64(w.MessageLimit*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
-				w.ConsumerBacklogSizeGB = gb
-			}
-		}
-		for _, p := range q.Set {
-			if err := workload.ApplySweep(&w, &dc, p, p.Values[0]); err != nil {
-				return Run{}, fmt.Errorf("%s: quick.set %s=%s: %w", s.Source, p.Name, p.Values[0], err)
-			}
-		}
-	}
-	if scale == Smoke {
-		w.Warmup, w.Duration = 0, time.Second
-		if w.MessageLimit > smokeMessages {
-			w.MessageLimit = smokeMessages
-		}
-		if gb := float64(max(w.MessageLimit, smokeMessages)*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
-			w.ConsumerBacklogSizeGB = gb
-		}
+	if err := scaled(s, &w, &dc, scale); err != nil {
+		return Run{}, err
 	}
 	if err := w.Validate(); err != nil {
 		return Run{}, fmt.Errorf("%s: setup %s %v: %w", s.Source, setup.Name, params, err)
@@ -267,4 +242,43 @@ func key(wi, nWorkloads int, workloadName, setup string, combo []assignment, it 
 	}
 	parts = append(parts, fmt.Sprintf("it%d", it))
 	return results.FileName(strings.Join(parts, "_"))
+}
+
+// scaled applies scale to a planned run's workload w and driver config dc:
+// the study's quick section at quick and smoke scale, then smoke's cuts.
+func scaled(s *workload.Study, w *workload.Workload, dc *workload.DriverConfig, scale Scale) error {
+	if scale.reduced() {
+		q := s.Quick
+		w.Warmup, w.Duration = time.Second, 5*time.Second
+		if q.Warmup > 0 || q.Duration > 0 {
+			w.Warmup, w.Duration = q.Warmup, q.Duration
+		}
+		// Message counts shrink; a backlog test's target shrinks with them
+		// so that it can still be reached.
+		if q.Messages > 0 && w.MessageLimit > q.Messages {
+			w.MessageLimit = q.Messages
+			if gb := float64(w.MessageLimit*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
+				w.ConsumerBacklogSizeGB = gb
+			}
+		}
+		for _, p := range q.Set {
+			if err := workload.ApplySweep(w, dc, p, p.Values[0]); err != nil {
+				return fmt.Errorf("%s: quick.set %s=%s: %w", s.Source, p.Name, p.Values[0], err)
+			}
+		}
+	}
+	if scale == Smoke {
+		// 1 s, or long enough for the fault schedule to play out.
+		w.Warmup, w.Duration = 0, time.Second
+		for _, f := range w.Faults {
+			w.Duration = max(w.Duration, f.At+f.For+2*time.Second)
+		}
+		if w.MessageLimit > smokeMessages {
+			w.MessageLimit = smokeMessages
+		}
+		if gb := float64(max(w.MessageLimit, smokeMessages)*int64(w.MessageSize)) / (1 << 30); w.ConsumerBacklogSizeGB > gb {
+			w.ConsumerBacklogSizeGB = gb
+		}
+	}
+	return nil
 }

@@ -167,6 +167,13 @@ func TestSmokeIsOneShortRunPerSetup(t *testing.T) {
 	if w := runs[0].Workload; w.MessageLimit != smokeMessages || w.ConsumerBacklogSizeGB*(1<<30) > float64(smokeMessages*1024)+1 {
 		t.Errorf("messages %d, backlog %.4f GB: want at most %d messages and a backlog they can fill", w.MessageLimit, w.ConsumerBacklogSizeGB, smokeMessages)
 	}
+	f, err := workload.ParseStudy("s.yaml", []byte("name: s\nworkload: {name: a, duration: 30s, faults: [{at: 3s, action: kill, node: '1', for: 2s}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs, err = Plan(f, Smoke, Target{Brokers: 1}); err != nil || runs[0].Workload.Duration != 7*time.Second {
+		t.Errorf("a fault 3s+2s into the run: %v; want 7 s, the fault and 2 s after it", err)
+	}
 	if _, err := ParseScale("tiny"); err == nil || !strings.Contains(err.Error(), "smoke, quick or full") {
 		t.Errorf("unknown scale: %v", err)
 	}
