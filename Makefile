@@ -17,6 +17,13 @@ build:
 demo: build
 	@BIN=$(BIN) hack/demo.sh
 
+# The studies' local clusters live in a state directory of their own, so
+# that the clusters the user started with 'local up' (running or stopped,
+# with their data) are neither used, replaced nor refused over; a study
+# stops the clusters it starts. A cluster the user runs on a port a study
+# needs is reported as a port in use.
+STUDIES_STATE ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/brokerbench/studies-state
+
 # Every built-in study at quick scale, each setup on the local cluster of
 # its size that brokerbench starts (1 to 6 brokers), faults included: what
 # a fresh clone must run with nothing skipped but missing capabilities.
@@ -26,7 +33,7 @@ studies: build
 	  n=$$(basename $$s .yaml); [ $$n = demo ] && continue; \
 	  rm -rf results/studies/$$n; \
 	  echo "== study $$n"; \
-	  $(BIN) study $$s --scale quick --out results/studies/$$n --quiet || exit $$?; \
+	  BROKERBENCH_STATE=$(STUDIES_STATE) $(BIN) study $$s --scale quick --out results/studies/$$n --quiet || exit $$?; \
 	  test -s results/studies/$$n/report.html || exit 1; \
 	done
 
@@ -43,7 +50,7 @@ studies-ci: build
 	@for n in $(CI_STUDIES); do \
 	  rm -rf results/studies/$$n; \
 	  echo "== study $$n"; \
-	  $(BIN) study studies/$$n.yaml --scale smoke --out results/studies/$$n --quiet || exit $$?; \
+	  BROKERBENCH_STATE=$(STUDIES_STATE) $(BIN) study studies/$$n.yaml --scale smoke --out results/studies/$$n --quiet || exit $$?; \
 	  test -s results/studies/$$n/report.html || exit 1; \
 	done
 
