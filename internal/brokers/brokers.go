@@ -77,6 +77,10 @@ type Module struct {
 	// broker's driver reads ("io.openmessaging.benchmark.driver.kafka.
 	// KafkaBenchmarkDriver"). Optional.
 	OMBClasses []string
+	// OMBTopLevel are the settings OMB's driver files for the broker
+	// carry at their top level ("natsHostUrl"), read into commonConfig
+	// under the same name, where the driver validates them. Optional.
+	OMBTopLevel []string
 	// Docs is the broker's documentation page, from the repository's
 	// root ("docs/drivers/kafka.md").
 	Docs string
@@ -167,7 +171,7 @@ func Register(m Module) {
 		kinds[l.Kind] = l
 	}
 	for _, class := range m.OMBClasses {
-		workload.RegisterOMBDriverClass(class, m.Name)
+		workload.RegisterOMBDriverClass(class, m.Name, m.OMBTopLevel...)
 	}
 	modules[m.Name] = m
 }

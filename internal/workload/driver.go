@@ -82,23 +82,39 @@ type DriverConfig struct {
 }
 
 // ombDriverClasses maps OMB driver classes to brokerbench driver names,
-// as the brokers' modules declare them (RegisterOMBDriverClass).
+// and ombTopLevel holds the settings OMB's driver files carry at their
+// top level, as the brokers' modules declare them (RegisterOMBDriverClass).
 var (
 	ombDriverClassesMu sync.RWMutex
 	ombDriverClasses   = map[string]string{}
+	ombTopLevel        = map[string]bool{}
 )
 
 // RegisterOMBDriverClass makes OMB driver files naming class read as
-// configs of the driver called name. It is called by brokers.Register
-// for the classes a broker's module declares, and panics if class is
-// another driver's.
-func RegisterOMBDriverClass(class, name string) {
+// configs of the driver called name. Such files may carry the settings
+// topLevel at their top level (OMB's natsHostUrl, amqpUris): they are
+// kept in commonConfig under the same name, where the driver validates
+// them (a list, such as amqpUris, as its items joined by commas). It is
+// called by brokers.Register for the classes a broker's module declares,
+// and panics if class is another driver's.
+func RegisterOMBDriverClass(class, name string, topLevel ...string) {
 	ombDriverClassesMu.Lock()
 	defer ombDriverClassesMu.Unlock()
 	if other, ok := ombDriverClasses[class]; ok && other != name {
 		panic(fmt.Sprintf("OMB driver class %q registered for %q and %q", class, other, name))
 	}
 	ombDriverClasses[class] = name
+	for _, key := range topLevel {
+		ombTopLevel[key] = true
+	}
+}
+
+// ombTopLevelSettings returns the top-level settings of every OMB
+// driver class registered.
+func ombTopLevelSettings() []string {
+	ombDriverClassesMu.RLock()
+	defer ombDriverClassesMu.RUnlock()
+	return sortedKeys(ombTopLevel)
 }
 
 // ombDriverName returns the driver name of an OMB driver class, and the
@@ -109,15 +125,6 @@ func ombDriverName(class string) (string, bool, []string) {
 	name, ok := ombDriverClasses[class]
 	return name, ok, sortedKeys(ombDriverClasses)
 }
-
-// ombTopLevelSettings are settings that OMB's driver files for other
-// brokers than Kafka carry at their top level. They are kept in
-// commonConfig under the same name, where the driver validates them (the
-// Kafka driver refuses them as unknown).
-// A list (OMB's amqpUris) is kept as its items joined by commas.
-var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle",
-	"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize",
-	"nsqdHost", "lookupHost"}
 
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {
@@ -160,19 +167,17 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		"consumerConfig":    props(&c.Consumer),
 	}
 	if topLevel {
-		// Sections of settings OMB's driver files for other brokers than
-		// Kafka carry at their top level (its MQTT driver's client and
-		// consumer), read as commonConfig, producerConfig and
-		// consumerConfig, where the driver validates them.
-		for key, dst := range map[string]*Properties{"client": &c.Common, "producer": &c.Producer, "consumer": &c.Consumer} {
-			fields[key] = func(d *decoder, key string, v *yaml.Node) { *dst = append(*dst, d.properties(key, v)...) }
-		}
 		fields["name"] = stringField(&name)
 		fields["driverClass"] = stringField(&c.DriverClass)
+		// Sections of settings OMB's driver files for other brokers than
+		// Kafka carry at their top level (its MQTT and Pulsar drivers'
+		// client, producer and consumer), read as commonConfig,
+		// producerConfig and consumerConfig, where the driver validates
+		// them.
 		for key, dst := range map[string]*Properties{"client": &c.Common, "producer": &c.Producer, "consumer": &c.Consumer} {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) { *dst = append(*dst, d.nested(key, "", v)...) }
 		}
-		for _, key := range ombTopLevelSettings {
+		for _, key := range ombTopLevelSettings() {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) {
 				if s, ok := scalarOrList(d, key, v); ok {
 					c.Common = append(c.Common, Property{Key: key, Value: s, File: d.file, Line: v.Line})

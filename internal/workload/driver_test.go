@@ -10,6 +10,9 @@ import (
 // an unset variable is an error at the setting's file and line.
 func TestDriverSecrets(t *testing.T) {
 	t.Setenv("BB_DRIVER_TEST_PW", "hunter2-long")
+	// As the RabbitMQ module declares its OMB class (this package links
+	// no broker).
+	RegisterOMBDriverClass("io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver", "rabbitmq", "amqpUris")
 	dc, err := ParseDriver("d.yaml", []byte("name: RabbitMQ\ndriverClass: io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver\n"+
 		"amqpUris:\n  - amqp://u:${env:BB_DRIVER_TEST_PW}@h:5672\nproducerConfig: |\n  a=${env:BB_DRIVER_TEST_PW}\nconsumerConfig: {b: \"x${env:BB_DRIVER_TEST_PW}\"}\n"))
 	if err != nil {

@@ -25,7 +25,8 @@ func init() {
 		Metrics: &brokers.Metrics{Endpoint: "the NATS server's monitoring endpoint, /varz (JSON)",
 			Serves: func(u *url.URL) bool { return strings.HasSuffix(u.Path, "/varz") },
 			Read:   brokermetrics.HTTP(ParseVarz)},
-		OMBClasses: []string{"io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver"},
-		Docs:       "docs/drivers/nats.md",
+		OMBClasses:  []string{"io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver"},
+		OMBTopLevel: []string{"natsHostUrl", "storageType", "maxBytes"},
+		Docs:        "docs/drivers/nats.md",
 	})
 }

@@ -40,8 +40,10 @@ func init() {
 var settings = map[string]map[string]string{
 	"common": {
 		"servers": "nats://127.0.0.1:4222", // comma-separated server URLs
-		// OMB's NATS driver file names the server so.
-		"natsHostUrl": "",
+		// OMB's NATS driver file names the server so, and may set its
+		// streams' storage (File or Memory; it overrides the topic
+		// section's storage) and size limit (-1: none).
+		"natsHostUrl": "", "storageType": "", "maxBytes": "-1",
 		// Credentials: a user and password, a token, a credentials file
 		// (JWT and NKey seed) or an NKey seed file.
 		"user": "", "password": "", "token": "", "credsFile": "", "nkeySeedFile": "",
@@ -55,6 +57,7 @@ type config struct {
 	servers       string
 	auth          []nats.Option // credentials and TLS
 	storage       jetstream.StorageType
+	maxBytes      int64 // a stream's size limit; -1: none
 	maxPending    int
 	ackTimeout    time.Duration
 	fetchBatch    int
@@ -83,13 +86,20 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if len(endpoints) > 0 {
 		c.servers = strings.Join(endpoints, ",")
 	}
-	switch v := s.String("topic", "storage"); v {
+	section, key := "topic", "storage"
+	if s.String("common", "storageType") != "" {
+		section, key = "common", "storageType"
+	}
+	switch v := s.String(section, key); strings.ToLower(v) {
 	case "file":
 		c.storage = jetstream.FileStorage
 	case "memory":
 		c.storage = jetstream.MemoryStorage
 	default:
-		s.Fail("topic", "storage", "must be file or memory, got %q", v)
+		s.Fail(section, key, "must be file or memory, got %q", v)
+	}
+	if c.maxBytes = int64(s.Int("common", "maxBytes", -1)); c.maxBytes == 0 {
+		s.Fail("common", "maxBytes", "must be -1 (no limit) or a size in bytes, got 0")
 	}
 	c.auth = credentials(s, local)
 	if cfg := driver.ClientTLS(s, strings.HasPrefix(c.servers, "tls://"), local); cfg != nil {
@@ -236,7 +246,7 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 		subjects[p] = subject(spec.Name, p)
 	}
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: spec.Name, Subjects: subjects, Storage: d.cfg.storage,
-		Replicas: max(1, spec.ReplicationFactor), Retention: jetstream.LimitsPolicy})
+		MaxBytes: d.cfg.maxBytes, Replicas: max(1, spec.ReplicationFactor), Retention: jetstream.LimitsPolicy})
 	if err != nil {
 		return fmt.Errorf("create stream %q: %w", spec.Name, err)
 	}

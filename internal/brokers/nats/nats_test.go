@@ -11,6 +11,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // server is the nats server the tests start, on a port of their own, when the
@@ -61,5 +62,35 @@ func TestOMBDriverFile(t *testing.T) {
 	_, err = New(&workload.DriverConfig{Name: "nats", Source: "d.yaml", Producer: workload.Properties{{Key: "maxPendng", Value: "5", File: "d.yaml", Line: 3}}}, driver.Options{})
 	if err == nil || !strings.Contains(err.Error(), "d.yaml:3") || !strings.Contains(err.Error(), `did you mean "maxPending"`) {
 		t.Errorf("a misspelled setting: %v", err)
+	}
+}
+
+// TestOMBNatsConfigFields: every field of OMB's NatsConfig is read and
+// honoured: storageType sets the streams' storage over the topic
+// section's, maxBytes their size limit; a bad value is refused with its
+// line.
+func TestOMBNatsConfigFields(t *testing.T) {
+	dc, err := workload.LoadDriver("testdata/omb-nats-memory.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseConfig(dc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.storage != jetstream.MemoryStorage || c.maxBytes != 1<<30 || c.servers != "localhost:4222" || dc.ReplicationFactor != 1 {
+		t.Errorf("storage %v, maxBytes %d, servers %q, replication %d", c.storage, c.maxBytes, c.servers, dc.ReplicationFactor)
+	}
+	if c, err := parseConfig(&workload.DriverConfig{Name: "nats"}, nil, nil); err != nil || c.storage != jetstream.FileStorage || c.maxBytes != -1 {
+		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	for _, bad := range []string{"storageType: Disk\n", "maxBytes: 0\n", "maxBytes: -2\n"} {
+		dc, err := workload.ParseDriver("nats.yaml", []byte("name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\n"+bad))
+		if err == nil {
+			_, err = parseConfig(dc, nil, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), "nats.yaml:3") {
+			t.Errorf("%q: %v, want an error naming nats.yaml:3", bad, err)
+		}
 	}
 }

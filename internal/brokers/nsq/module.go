@@ -28,8 +28,9 @@ func init() {
 		Metrics: &brokers.Metrics{Endpoint: "nsqd's statistics, /stats?format=json on its HTTP port",
 			Serves: func(u *url.URL) bool { return strings.HasSuffix(u.Path, "/stats") },
 			Read:   brokermetrics.HTTP(ParseStats)},
-		OMBClasses: []string{"io.openmessaging.benchmark.driver.nsq.NsqBenchmarkDriver"},
-		Docs:       "docs/drivers/nsq.md",
+		OMBClasses:  []string{"io.openmessaging.benchmark.driver.nsq.NsqBenchmarkDriver"},
+		OMBTopLevel: []string{"nsqdHost", "lookupHost"},
+		Docs:        "docs/drivers/nsq.md",
 	})
 }
 

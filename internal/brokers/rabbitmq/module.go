@@ -25,6 +25,7 @@ func init() {
 		Local:        LocalKind,
 		Metrics:      Metrics,
 		OMBClasses:   []string{"io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"},
+		OMBTopLevel:  []string{"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize"},
 		Docs:         "docs/drivers/rabbitmq.md",
 	})
 }

@@ -23,7 +23,8 @@ func init() {
 		Metrics: &brokers.Metrics{Endpoint: "the server's INFO command, at redis://host:port",
 			Serves: func(u *url.URL) bool { return u.Scheme == "redis" || u.Scheme == "rediss" },
 			Read:   readInfo},
-		OMBClasses: []string{"io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver"},
-		Docs:       "docs/drivers/redis.md",
+		OMBClasses:  []string{"io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver"},
+		OMBTopLevel: []string{"redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle"},
+		Docs:        "docs/drivers/redis.md",
 	})
 }
