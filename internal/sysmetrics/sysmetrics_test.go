@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,18 +76,30 @@ func TestSampleThisProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
+	// Busy until this process has used 200 ms of CPU (by its own
+	// rusage), however long a busy machine makes that take: the share
+	// sampled is then compared with what the process used, not with what
+	// the machine let it have.
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	s := New(nil)
-	deadline := time.Now().Add(300 * time.Millisecond)
+	began, used0 := time.Now(), cpu()
 	x := 0
-	for time.Now().Before(deadline) {
+	for cpu()-used0 < 200*time.Millisecond && time.Since(began) < 20*time.Second {
 		x++
 	}
 	got := s.Sample()
 	if got == nil {
 		t.Fatal("no sample from /proc")
 	}
-	if got.ClientCPU < 20 || got.ClientRSSMB <= 0 || got.BrokerSampled {
-		t.Errorf("sample %+v after 300 ms of busy loop (%d)", got, x)
+	want := 100 * (cpu() - used0).Seconds() / time.Since(began).Seconds() // % of a core
+	if got.ClientCPU < want/2 || got.ClientCPU > want*1.5+5 || got.ClientRSSMB <= 0 || got.BrokerSampled {
+		t.Errorf("sample %+v after a busy loop (%d turns) that used %.0f%% of a core", got, x, want)
 	}
 	if sum := got.CPUUser + got.CPUSystem + got.CPUIowait + got.CPUIdle; sum < 80 || sum > 101 {
 		t.Errorf("CPU shares sum to %.1f%%", sum)
