@@ -140,10 +140,12 @@ func TestByTopicKeepsMessagesOnTheirWorker(t *testing.T) {
 	}
 	for _, wk := range d.Workers {
 		// Each worker's two subscriptions get its own messages, and no
-		// other worker's: never more than twice what it sent (give or
-		// take the measurement's edges). Consumers that fell behind at
-		// the end of a busy machine's measurement catch up in the drain.
-		if wk.Measured.Consumed > 2*wk.Measured.Acked+50 {
+		// other worker's: twice what it sent, give or take the
+		// measurement's edges, where a busy machine may move a backlog
+		// of the warm-up into the measurement or one of the measurement
+		// into the drain. A worker that got the other's messages as
+		// well would consume about four times what it sent.
+		if wk.Measured.Consumed > 2*wk.Measured.Acked*5/4+50 {
 			t.Errorf("worker %s consumed %d, more than its %d acknowledged messages x 2", wk.Address, wk.Measured.Consumed, wk.Measured.Acked)
 		}
 	}
