@@ -261,9 +261,6 @@ func (r *run) execute(ctx context.Context) (*results.Run, error) {
 	}
 	if r.part != nil {
 		w := r.w
-		if w.Transactional() {
-			return nil, fmt.Errorf("%w: a run with transactions is not spread over workers: run it in one process", ErrSetup)
-		}
 		if err := r.part.check(w.Producers(), w.Topics*w.SubscriptionsPerTopic*w.ConsumersPerSubscription, w.Topics); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
