@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/runner"
@@ -51,5 +53,21 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	}
 	if v := results.Judge(res); v.Kind == results.AccountingMismatch || v.Kind == results.Failed {
 		t.Errorf("verdict %+v", v)
+	}
+}
+
+// TestTransactionsNeedIdempotence: a transactional producer without the
+// idempotent producer (acks=1) is refused as an input error, before any
+// connection.
+func TestTransactionsNeedIdempotence(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "kafka", Source: "test", Producer: workload.Properties{{Key: "acks", Value: "1"}}},
+		driver.Options{Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.NewProducer(context.Background(), driver.ProducerSpec{Topic: "t", MaxMessageBytes: 100, MaxInFlight: 10, Transactional: true}, func(*driver.Message, error) {})
+	if !errors.Is(err, workload.ErrInvalid) {
+		t.Fatalf("error %v: want an input error naming acks=all", err)
 	}
 }
