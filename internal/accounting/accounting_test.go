@@ -217,3 +217,40 @@ func TestReconcileFound(t *testing.T) {
 		t.Error("an unknown or pending outcome is not an acknowledgement")
 	}
 }
+
+// TestReconcileAborted: the messages of aborted transactions are neither
+// expected nor lost, and one that is delivered all the same is an
+// aborted read, whichever block it falls in.
+func TestReconcileAborted(t *testing.T) {
+	const sent = 2*blockBits + 10
+	aborted := &SeqSet{}
+	for seq := uint64(blockBits - 5); seq < blockBits+5; seq++ { // one transaction across a block boundary
+		aborted.Add(seq)
+	}
+	outcomes := []Outcome{{Sent: sent, Aborted: aborted}}
+	clean := NewSubscription(1)
+	for seq := range uint64(sent) {
+		if !aborted.Contains(seq) {
+			clean.Record(0, seq)
+		}
+	}
+	want := Result{Expected: sent - 10, Delivered: sent - 10}
+	if got := clean.Reconcile(outcomes); got != want {
+		t.Fatalf("committed messages only: Reconcile = %+v, want %+v", got, want)
+	}
+	// A read-committed consumer that received two aborted messages, one
+	// each side of the boundary.
+	leaky := NewSubscription(1)
+	for seq := range uint64(sent) {
+		if !aborted.Contains(seq) || seq == blockBits-1 || seq == blockBits+2 {
+			leaky.Record(0, seq)
+		}
+	}
+	want = Result{Expected: sent - 10, Delivered: sent - 8, AbortedRead: 2}
+	if got := leaky.Reconcile(outcomes); got != want {
+		t.Fatalf("aborted messages delivered: Reconcile = %+v, want %+v", got, want)
+	}
+	if outcomes[0].Acknowledged(blockBits) || !outcomes[0].Acknowledged(blockBits+5) {
+		t.Error("an aborted message is not due to the subscriptions; the next one is")
+	}
+}

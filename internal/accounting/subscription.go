@@ -81,8 +81,14 @@ type Outcome struct {
 	Sent uint64 `json:"sent"`
 	// Failed holds the numbers the broker refused or that timed out.
 	Failed *SeqSet `json:"failed,omitempty"`
-	// Pending holds the numbers with no outcome yet (the run was cut short).
+	// Pending holds the numbers with no outcome yet: the run was cut
+	// short, or the end of their transaction failed, which leaves unknown
+	// whether it committed.
 	Pending *SeqSet `json:"pending,omitempty"`
+	// Aborted holds the numbers sent in transactions the producer
+	// aborted: none may be delivered to a subscription that reads only
+	// committed messages, and none is expected.
+	Aborted *SeqSet `json:"aborted,omitempty"`
 	// Unknown says the producer's outcome is unknown (the process that ran
 	// it was lost): its deliveries count as delivered, none as expected,
 	// lost or unexpected.
@@ -90,9 +96,11 @@ type Outcome struct {
 }
 
 // Acknowledged reports whether the producer's message seq was
-// acknowledged: sent, neither failed nor pending, and the outcome known.
+// acknowledged and is due to its subscriptions: sent, neither failed,
+// pending nor aborted, and the outcome known.
 func (o Outcome) Acknowledged(seq uint64) bool {
-	return !o.Unknown && seq < o.Sent && (o.Failed == nil || !o.Failed.Contains(seq)) && (o.Pending == nil || !o.Pending.Contains(seq))
+	in := func(s *SeqSet) bool { return s != nil && s.Contains(seq) }
+	return !o.Unknown && seq < o.Sent && !in(o.Failed) && !in(o.Pending) && !in(o.Aborted)
 }
 
 // Result is one subscription's reconciliation.
@@ -116,6 +124,9 @@ type Result struct {
 	// Unexpected counts deliveries that no producer of this run sent:
 	// unknown producer ids or sequence numbers at or beyond Sent.
 	Unexpected uint64
+	// AbortedRead counts messages of aborted transactions that were
+	// delivered: a read-committed subscription must have none.
+	AbortedRead uint64
 }
 
 // Reconcile compares the deliveries with the producers' outcomes, indexed
@@ -134,13 +145,7 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 		if p < len(s.late) {
 			late = &s.late[p]
 		}
-		failed, pending := o.Failed, o.Pending
-		if failed == nil {
-			failed = &SeqSet{}
-		}
-		if pending == nil {
-			pending = &SeqSet{}
-		}
+		failed, pending, aborted := orEmpty(o.Failed), orEmpty(o.Pending), orEmpty(o.Aborted)
 		if o.Unknown {
 			r.Delivered += seen.Len()
 			continue
@@ -148,19 +153,28 @@ func (s *Subscription) Reconcile(outcomes []Outcome) Result {
 		r.Unexpected += seen.countAbove(o.Sent)
 		r.Delivered += seen.Len() - seen.countAbove(o.Sent)
 		for b := uint64(0); b*blockBits < o.Sent; b++ {
-			sw, fw, pw, lw := seen.block(b), failed.block(b), pending.block(b), late.block(b)
+			sw, fw, pw, lw, aw := seen.block(b), failed.block(b), pending.block(b), late.block(b), aborted.block(b)
 			for w := range uint64(blockWords) {
 				in := belowMask(b, w, o.Sent)
-				unresolved := (fw[w] | pw[w]) & in
+				unresolved := (fw[w] | pw[w] | aw[w]) & in
 				missing := in &^ unresolved &^ sw[w]
 				r.Expected += uint64(bits.OnesCount64(in &^ unresolved))
 				r.Lost += uint64(bits.OnesCount64(missing &^ lw[w]))
 				r.Late += uint64(bits.OnesCount64(missing & lw[w]))
 				r.FailedDelivered += uint64(bits.OnesCount64(fw[w] & in & sw[w]))
+				r.AbortedRead += uint64(bits.OnesCount64(aw[w] & in & sw[w]))
 			}
 		}
 	}
 	return r
+}
+
+// orEmpty returns s, or an empty set for nil.
+func orEmpty(s *SeqSet) *SeqSet {
+	if s == nil {
+		return &SeqSet{}
+	}
+	return s
 }
 
 // Order detects reordering within lanes (the ordering scopes a driver

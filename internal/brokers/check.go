@@ -16,13 +16,14 @@ var ErrUnsupported = errors.New("not supported by the broker")
 
 // Capability names, as the errors of Check and CheckLocal give them.
 const (
-	CapPartitions  = "partitions"
-	CapReplication = "replication"
-	CapReplay      = "replay"
-	CapAcks        = "acks"
-	CapLocal       = "local cluster"
-	CapLocalNodes  = "local nodes"
-	CapLinks       = "links"
+	CapPartitions   = "partitions"
+	CapReplication  = "replication"
+	CapReplay       = "replay"
+	CapAcks         = "acks"
+	CapTransactions = "transactions"
+	CapLocal        = "local cluster"
+	CapLocalNodes   = "local nodes"
+	CapLinks        = "links"
 )
 
 // UnsupportedError is a run's need that the broker's module declares it
@@ -90,6 +91,10 @@ func Check(name string, n Need) error {
 	if !c.Replay && n.Existing && w.Producers() == 0 && w.Consumers() > 0 {
 		errs = append(errs, missing(CapReplay, "",
 			"a consume-only run reads what existing topics hold, and its consumers receive only the messages sent after they subscribed: give the workload producers"))
+	}
+	if t := w.Transactions; t != nil && !c.Transactions {
+		errs = append(errs, missing(CapTransactions, "transactionSize",
+			"transactions of %d messages asked; its producers cannot commit or abort a group of messages, and its consumers cannot leave out aborted ones: run the workload without the transaction fields", t.Size))
 	}
 	if n.Driver != nil {
 		if acks, ok := n.Driver.Producer.Get("acks"); ok && len(c.AcksLevels) > 0 && !slices.Contains(c.AcksLevels, acks) {

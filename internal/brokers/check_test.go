@@ -18,7 +18,7 @@ func init() {
 		Local:     &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1, NoLinks: "its nodes resolve peers themselves", Help: "Test (test-queue) is a kind of tests."},
 		NoMetrics: "none"})
 	Register(Module{Name: "test-log", New: noDriver, Docs: "docs/drivers/test.md", NoLocal: "in process", NoMetrics: "none",
-		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, AcksLevels: []string{"1", "all"}}})
+		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, AcksLevels: []string{"1", "all"}, Transactions: true}})
 }
 
 // TestCheck: what a module declares its broker cannot do is an input
@@ -51,6 +51,11 @@ func TestCheck(t *testing.T) {
 		{"acks level declared", "test-log", workload.Workload{Topics: 1, ProducersPerTopic: 1}, Need{Driver: acks("all")}, nil},
 		{"acks level not declared", "test-log", workload.Workload{Topics: 1, ProducersPerTopic: 1}, Need{Driver: acks("0")}, []string{CapAcks}},
 		{"acks on a broker without levels", "test-queue", workload.Workload{Topics: 1, ProducersPerTopic: 1}, Need{Driver: acks("0")}, nil},
+		// Transactions are refused, not run without, where the broker
+		// has none.
+		{"transactions on a broker without", "test-queue", workload.Workload{Topics: 1, ProducersPerTopic: 1, Transactions: &workload.Transactions{Size: 10}},
+			Need{}, []string{CapTransactions}},
+		{"transactions on a broker with", "test-log", workload.Workload{Topics: 1, ProducersPerTopic: 1, Transactions: &workload.Transactions{Size: 10}}, Need{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.w

@@ -170,6 +170,8 @@ func CheckWorkload(w *workload.Workload) error {
 		return errors.New("backlog tests are not supported in a distributed run yet: run the workload in one process")
 	case w.Producers() == 0 && w.MessageLimit > 0:
 		return errors.New("a consume-only run with a message limit cannot be spread over workers yet: run it in one process")
+	case w.Transactional():
+		return errors.New("transactions are not supported in a distributed run yet: run the workload in one process")
 	}
 	return nil
 }

@@ -34,6 +34,10 @@ type ProducerSpec struct {
 	// producer at once; drivers size client buffers so that Send does not
 	// block below it.
 	MaxInFlight int
+	// Transactional asks for a producer that implements Transactor: the
+	// runner sends every message inside a transaction. Only drivers
+	// whose capabilities declare Transactions are asked.
+	Transactional bool
 }
 
 // ConsumerSpec describes one consumer.
@@ -45,6 +49,11 @@ type ConsumerSpec struct {
 	// Start is where a new subscription begins. A driver whose broker
 	// cannot replay (Capabilities.Replay false) accepts only StartNew.
 	Start StartPosition
+	// ReadCommitted asks for a consumer that receives only messages of
+	// committed transactions (Kafka's isolation.level=read_committed),
+	// never one of an aborted transaction. Only drivers whose
+	// capabilities declare Transactions are asked.
+	ReadCommitted bool
 }
 
 // StartPosition is where a new subscription starts reading.
@@ -112,6 +121,24 @@ type Producer interface {
 	Flush(ctx context.Context) error
 	// Close stops the producer; messages still in flight are failed.
 	Close()
+}
+
+// Transactor is implemented by the producers a driver makes for a
+// ProducerSpec with Transactional set. The runner calls its methods from
+// the goroutine that calls Send, never concurrently with Send: Begin,
+// then Sends, then End, and again.
+type Transactor interface {
+	// Begin opens a transaction: the messages sent until End belong to
+	// it.
+	Begin() error
+	// End waits until every message of the transaction is acknowledged
+	// or failed, then commits the transaction (commit true) or aborts
+	// it, and returns once the broker has decided. A nil error means a
+	// commit is visible to read-committed consumers, or an abort is
+	// final: none of its messages will be. An error means the outcome
+	// is unknown, and the producer is ready for Begin again if it can
+	// be.
+	End(ctx context.Context, commit bool) error
 }
 
 // Consumer receives messages from one topic for one subscription until it is
@@ -296,6 +323,11 @@ type Capabilities struct {
 	AcksLevels []string
 	// Written: the driver implements WrittenCounter.
 	Written bool
+	// Transactions: producers group messages in transactions that are
+	// committed or aborted (ProducerSpec.Transactional, Transactor), and
+	// consumers can read only committed ones (ConsumerSpec.ReadCommitted).
+	// Without, a workload with transactions is an input error.
+	Transactions bool
 }
 
 // ErrRefused wraps a broker's refusal of the client's credentials or

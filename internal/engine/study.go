@@ -257,11 +257,22 @@ func WriteReport(in *report.Input, out string) (*report.Written, error) {
 }
 
 // checkStudy validates, before anything runs and without a broker, what
-// the study loader cannot: the report columns, and every planned run's
+// the study loader cannot: the report columns (report's, or a swept
+// parameter's name), and every planned run's
 // driver settings (a misspelled or out-of-range swept property).
 func checkStudy(s *workload.Study, runs []study.Run, tgt *Target) error {
 	var errs []error
 	ids := report.ColumnIDs()
+	// A swept parameter is a column of its own, by its name.
+	swept := s.Sweep
+	for _, su := range s.Setups {
+		swept = append(swept, su.Sweep...)
+	}
+	for _, p := range swept {
+		if !slices.Contains(ids, p.Name) {
+			ids = append(ids, p.Name)
+		}
+	}
 	for _, c := range s.Columns {
 		if !slices.Contains(ids, c) {
 			errs = append(errs, &workload.FieldError{File: s.Source, Line: s.ColumnsLine, Field: "columns",

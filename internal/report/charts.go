@@ -414,7 +414,11 @@ func (in *Input) sweepCharts() ([]Chart, error) {
 			ss = append(ss, *s)
 		}
 		title := "Throughput by " + name
-		svg, err := render(title, name, "msgs/s (median, range as bars)", true, false, ss)
+		// A log axis has no place for 0 (an abort rate of none).
+		logX := !slices.ContainsFunc(ss, func(s series) bool {
+			return slices.ContainsFunc(s.xy, func(p plotter.XY) bool { return p.X <= 0 })
+		})
+		svg, err := render(title, name, "msgs/s (median, range as bars)", logX, false, ss)
 		if err != nil {
 			return nil, err
 		}

@@ -407,3 +407,53 @@ func TestAccountingTableShowsUnprovenLosses(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionsInReport: a study of transaction sizes and abort rates
+// beside a baseline without transactions tabulates commit latency, abort
+// rate and aborted reads (none for the baseline), and charts throughput
+// by abort rate, whose 0 a log axis could not show, on a linear one.
+func TestTransactionsInReport(t *testing.T) {
+	dir := t.TempDir()
+	idx := study.Index{Schema: study.IndexSchema, Name: "transactions", Scale: study.Quick,
+		Columns: []string{"setup", "transactionSize", "transactionAbortRate", "publishRate", "commitP99", "committed", "aborted", "abortRate", "abortedRead"}}
+	for i, abortRate := range []string{"", "0", "0.1"} {
+		r := fixtureRun("baseline", 1024, 1, float64(30_000-10_000*i), 1)
+		r.ID = fmt.Sprintf("run-%d", i)
+		r.Study.Params = nil
+		if abortRate != "" {
+			r.Study.Setup = "transactions"
+			r.Study.Params = []results.Param{{Name: "transactionSize", Value: "100"}, {Name: "transactionAbortRate", Value: abortRate}}
+			r.Counts.Transactions = &results.TransactionCounts{Committed: 90, Aborted: int64(10 * (i - 1)), AbortedMessages: int64(1000 * (i - 1))}
+			r.Measured.CommitLatency = &metrics.Latency{Count: 90, P50: 4, P99: 12.5}
+		}
+		file := filepath.Join("runs", r.ID+".json")
+		if err := results.Write(filepath.Join(dir, file), r); err != nil {
+			t.Fatal(err)
+		}
+		idx.Runs = append(idx.Runs, study.Entry{Key: r.ID, Setup: r.Study.Setup, Iteration: 1, Status: study.Done, File: file})
+	}
+	if err := results.Write(filepath.Join(dir, "study.json"), idx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts, err := in.Charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(charts, func(c Chart) bool { return c.Name == "sweep-transactionAbortRate" }) {
+		t.Error("no chart of throughput by transactionAbortRate")
+	}
+	tbl, err := in.SummaryTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(tbl.Rows)
+	for _, want := range []string{"[baseline   30,000 – – – – –]", "[transactions 100 0 20,000 12.50 90 0 0.000 0]", "[transactions 100 0.1 10,000 12.50 90 10 0.100 0]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary rows %s: want %s", got, want)
+		}
+	}
+}

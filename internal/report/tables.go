@@ -44,6 +44,26 @@ func sysCol(id, header string, f func(s *results.System) float64) column {
 	}}
 }
 
+// txCol reads a figure of a run's transactions from its counts, whose
+// Transactions f may take as set; none for a run without transactions.
+func txCol(id, header string, digits int, f func(c results.Counts) float64) column {
+	return column{id: id, header: header, digits: digits, num: func(r *results.Run) float64 {
+		if r.Counts.Transactions == nil {
+			return math.NaN()
+		}
+		return f(r.Counts)
+	}}
+}
+
+// commit is the measured commit latency; empty for a run without
+// transactions.
+func commit(m results.Aggregate) metrics.Latency {
+	if m.CommitLatency == nil {
+		return metrics.Latency{}
+	}
+	return *m.CommitLatency
+}
+
 func pub(m results.Aggregate) metrics.Latency { return m.PublishLatency }
 func e2e(m results.Aggregate) metrics.Latency { return m.EndToEndLatency }
 
@@ -96,6 +116,12 @@ var columns = func() map[string]column {
 		latencyCol("e2eP999", "E2E p99.9 (ms)", e2e, func(l metrics.Latency) float64 { return l.P999 }),
 		latencyCol("e2eMax", "E2E max (ms)", e2e, func(l metrics.Latency) float64 { return l.Max }),
 		{id: "sendLagP99", header: "Send lag p99 (ms)", digits: 3, num: func(r *results.Run) float64 { return r.Measured.SendLag.P99 }},
+		latencyCol("commitP50", "Commit p50 (ms)", commit, func(l metrics.Latency) float64 { return l.P50 }),
+		latencyCol("commitP99", "Commit p99 (ms)", commit, func(l metrics.Latency) float64 { return l.P99 }),
+		txCol("committed", "Transactions committed", 0, func(c results.Counts) float64 { return float64(c.Transactions.Committed) }),
+		txCol("aborted", "Transactions aborted", 0, func(c results.Counts) float64 { return float64(c.Transactions.Aborted) }),
+		txCol("abortRate", "Abort rate", 3, func(c results.Counts) float64 { return c.Transactions.AbortRate() }),
+		txCol("abortedRead", "Aborted messages read", 0, func(c results.Counts) float64 { return float64(c.AbortedRead) }),
 		{id: "lost", header: "Lost", num: func(r *results.Run) float64 { return float64(r.Counts.Lost) }},
 		{id: "duplicated", header: "Duplicated", num: func(r *results.Run) float64 { return float64(r.Counts.Duplicated) }},
 		{id: "costPerBillion", header: "Cost per billion msgs", digits: 2, num: costPerBillion},

@@ -344,6 +344,10 @@ type Aggregate struct {
 	// ConsumersBehind says, when the consumers fell behind through the
 	// measurement, by how much and what they were doing; empty otherwise.
 	ConsumersBehind string `json:"consumersBehind,omitempty"`
+	// CommitLatency is how long the transactions committed in the
+	// measurement took to commit, once their messages were acknowledged:
+	// the broker's commit alone. Nil for a run without transactions.
+	CommitLatency *metrics.Latency `json:"commitLatency,omitempty"`
 }
 
 // ThroughputBound reports whether m fell short of a target rate in msg/s:
@@ -413,6 +417,35 @@ type Counts struct {
 	StoredByBroker *int64 `json:"storedByBroker,omitempty"`
 	// LatencyClamped counts latencies above the histogram range (1 h).
 	LatencyClamped int64 `json:"latencyClamped,omitempty"`
+	// Transactions counts the transactions of a run whose producers
+	// send in them; nil otherwise.
+	Transactions *TransactionCounts `json:"transactions,omitempty"`
+	// AbortedRead counts messages of aborted transactions that a
+	// subscription received, summed over subscriptions: consumers that
+	// read only committed messages must receive none.
+	AbortedRead int64 `json:"abortedRead,omitempty"`
+}
+
+// TransactionCounts counts a run's transactions, over the whole run.
+type TransactionCounts struct {
+	Committed int64 `json:"committed"`
+	Aborted   int64 `json:"aborted"`
+	// Undecided counts transactions whose end failed: whether they
+	// committed is unknown, and their messages are neither expected
+	// nor forbidden.
+	Undecided int64 `json:"undecided"`
+	// AbortedMessages counts the messages sent in aborted transactions.
+	AbortedMessages int64 `json:"abortedMessages"`
+}
+
+// AbortRate is the share of ended transactions that were aborted; 0
+// when none ended.
+func (t *TransactionCounts) AbortRate() float64 {
+	n := t.Committed + t.Aborted + t.Undecided
+	if n == 0 {
+		return 0
+	}
+	return float64(t.Aborted) / float64(n)
 }
 
 // SubscriptionCounts is one subscription's delivery accounting.
@@ -429,6 +462,7 @@ type SubscriptionCounts struct {
 	Duplicated      int64 `json:"duplicated"`
 	FailedDelivered int64 `json:"failedDelivered"`
 	Unexpected      int64 `json:"unexpected"`
+	AbortedRead     int64 `json:"abortedRead,omitempty"`
 	// Reread is the evidence for the messages the subscription missed
 	// after a complete drain; nil when it missed none.
 	Reread *Reread `json:"reread,omitempty"`
@@ -607,6 +641,9 @@ type Histograms struct {
 	ServiceTime     string `json:"serviceTime"`
 	SendLag         string `json:"sendLag"`
 	EndToEndLatency string `json:"endToEndLatency"`
+	// CommitLatency is the transactions' commit latency; empty for a run
+	// without transactions.
+	CommitLatency string `json:"commitLatency,omitempty"`
 }
 
 // Write writes r as indented JSON to path, creating directories as needed.

@@ -66,9 +66,16 @@ func PrintSummary(out io.Writer, r *Run) {
 	row("service time", m.ServiceTime)
 	row("end-to-end", m.EndToEndLatency)
 	row("send lag", m.SendLag)
+	if m.CommitLatency != nil {
+		row("commit", *m.CommitLatency)
+	}
 	tw.Flush()
 	fmt.Fprintln(out, "   (publish and end-to-end run from the intended send time; service time from the actual send to the acknowledgement)")
 	c := r.Counts
+	if tx := c.Transactions; tx != nil && w.Transactions != nil {
+		fmt.Fprintf(out, "   transactions of up to %d messages: %d committed, %d aborted (abort rate %.3f, %d messages), %d undecided; aborted messages read %d; consumers read committed only\n",
+			w.Transactions.Size, tx.Committed, tx.Aborted, tx.AbortRate(), tx.AbortedMessages, tx.Undecided, c.AbortedRead)
+	}
 	fmt.Fprintf(out, "   accounting: sent %d, acked %d, failed %d, unacked %d, consumed %d, lost %d, duplicated %d, out of order %d",
 		c.Sent, c.Acked, c.Failed, c.Unacked, c.Consumed, c.Lost, c.Duplicated, c.OutOfOrder)
 	if c.UnconfirmedLoss > 0 {

@@ -28,8 +28,9 @@ const (
 	Interrupted
 	// AccountingMismatch: acknowledged messages were lost (proven, or
 	// unconfirmed: never delivered, but the broker could not be read
-	// again to show them gone), or the broker stores a different number
-	// than were acknowledged.
+	// again to show them gone), the broker stores a different number
+	// than were acknowledged, or messages of aborted transactions reached
+	// consumers that read only committed ones.
 	AccountingMismatch
 	// LoadGeneratorBound: the target was missed because the load generator
 	// could not keep its schedule; the run says nothing about the broker's
@@ -65,8 +66,8 @@ type Verdict struct {
 // Judge returns the verdict of r. Checks run in order of precedence: an
 // interrupted run is partial whatever else holds; a run that acknowledged
 // nothing, or failed more than MaxFailedShare of its sends, failed; then
-// lost messages, a broker count that differs, a max-rate search that found
-// nothing, a machine disturbed by other processes, a target missed because
+// messages of aborted transactions read, lost messages, a broker count
+// that differs, a max-rate search that found nothing, a machine disturbed by other processes, a target missed because
 // of the load generator, a target missed, consumers that fell behind. A
 // run with faults measures their cost: failed sends and a missed target
 // are findings, and only nothing acknowledged, lost messages, a broker
@@ -83,6 +84,8 @@ func Judge(r *Run) Verdict {
 	case c.Sent > 0 && float64(c.Failed) > MaxFailedShare*float64(c.Sent) && len(r.Faults) == 0:
 		return Verdict{Failed, fmt.Sprintf("%d of %d sends failed (%.1f%%, more than the %.0f%% a valid run may have)%s",
 			c.Failed, c.Sent, 100*float64(c.Failed)/float64(c.Sent), 100*MaxFailedShare, FailureKinds(c))}
+	case c.AbortedRead > 0:
+		return Verdict{AccountingMismatch, fmt.Sprintf("%d messages of aborted transactions reached consumers that read only committed ones", c.AbortedRead)}
 	case c.Lost > 0:
 		reason := fmt.Sprintf("%d acknowledged messages were lost: never delivered, and not in the broker when it was read again after the drain", c.Lost)
 		if c.UnconfirmedLoss > 0 {

@@ -28,6 +28,9 @@ func TestJudge(t *testing.T) {
 		// Interrupted wins over everything else.
 		{"interrupted", Run{Partial: true, PartialReason: "interrupt", Counts: Counts{Sent: 4, Failed: 4}}, Interrupted, "interrupt"},
 		{"lost", Run{Counts: Counts{Sent: 10, Acked: 10, Lost: 2}}, AccountingMismatch, "2 acknowledged messages were lost"},
+		// A read-committed consumer that received an aborted message
+		// breaks the transactions' guarantee, lost messages or not.
+		{"aborted read", Run{Counts: Counts{Sent: 10, Acked: 10, AbortedRead: 1, Lost: 1}}, AccountingMismatch, "1 messages of aborted transactions reached consumers"},
 		// Missing messages the broker could not be read again for: still
 		// a mismatch (exit 5), but the reason says the loss is unconfirmed
 		// and why.

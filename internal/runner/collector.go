@@ -15,14 +15,14 @@ import (
 )
 
 // latencies holds one stretch's histograms: publish latency (from the
-// intended send time), service time (from the actual send time), send lag
-// and end-to-end latency.
+// intended send time), service time (from the actual send time), send lag,
+// end-to-end latency and transactions' commit latency.
 type latencies struct {
-	pub, svc, lag, e2e *metrics.Counts
+	pub, svc, lag, e2e, commit *metrics.Counts
 }
 
 func newLatencies() latencies {
-	return latencies{pub: metrics.NewCounts(), svc: metrics.NewCounts(), lag: metrics.NewCounts(), e2e: metrics.NewCounts()}
+	return latencies{pub: metrics.NewCounts(), svc: metrics.NewCounts(), lag: metrics.NewCounts(), e2e: metrics.NewCounts(), commit: metrics.NewCounts()}
 }
 
 func (l latencies) merge(o latencies) {
@@ -30,6 +30,7 @@ func (l latencies) merge(o latencies) {
 	l.svc.Add(o.svc)
 	l.lag.Add(o.lag)
 	l.e2e.Add(o.e2e)
+	l.commit.Add(o.commit)
 }
 
 func (l latencies) reset() {
@@ -37,16 +38,17 @@ func (l latencies) reset() {
 	l.svc.Reset()
 	l.lag.Reset()
 	l.e2e.Reset()
+	l.commit.Reset()
 }
 
 // summaries are one stretch's distributions as hdrhistogram-go
 // histograms, for percentiles and encoding: made once per stretch.
 type summaries struct {
-	pub, svc, lag, e2e *hdrhistogram.Histogram
+	pub, svc, lag, e2e, commit *hdrhistogram.Histogram
 }
 
 func (l latencies) summaries() summaries {
-	return summaries{pub: l.pub.Histogram(), svc: l.svc.Histogram(), lag: l.lag.Histogram(), e2e: l.e2e.Histogram()}
+	return summaries{pub: l.pub.Histogram(), svc: l.svc.Histogram(), lag: l.lag.Histogram(), e2e: l.e2e.Histogram(), commit: l.commit.Histogram()}
 }
 
 // encode returns the histograms encoded; one that cannot be encoded is
@@ -54,9 +56,13 @@ func (l latencies) summaries() summaries {
 func (h summaries) encode() (results.Histograms, error) {
 	var out results.Histograms
 	var errs []error
-	for dst, hh := range map[*string]*hdrhistogram.Histogram{
+	encoded := map[*string]*hdrhistogram.Histogram{
 		&out.PublishLatency: h.pub, &out.ServiceTime: h.svc, &out.SendLag: h.lag, &out.EndToEndLatency: h.e2e,
-	} {
+	}
+	if h.commit.TotalCount() > 0 {
+		encoded[&out.CommitLatency] = h.commit
+	}
+	for dst, hh := range encoded {
 		enc, err := metrics.Encode(hh)
 		*dst = enc
 		errs = append(errs, err)
@@ -149,6 +155,9 @@ func (c *collector) eachHistogram(f func(*metrics.Histogram, ...*metrics.Counts)
 	for _, p := range c.r.producers {
 		f(p.stats.acks, c.cur.pub, c.cur.svc) // publishLane, serviceLane
 		f(p.stats.sendLag, c.cur.lag)
+		if p.txn != nil {
+			f(p.txn.commits, c.cur.commit)
+		}
 	}
 	for _, s := range c.r.consumers {
 		f(s.endToEnd, c.cur.e2e)

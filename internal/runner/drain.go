@@ -30,8 +30,8 @@ func (r *run) drainAcked(ctx context.Context, c *collector, bound time.Duration)
 	// be fetching the last acknowledged messages); until it has, the
 	// drain is not over.
 	subs := int64(r.w.SubscriptionsPerTopic)
-	want := func() int64 { return r.totals().acked * subs }
-	if sc, ok := r.cfg.Driver.(driver.WrittenCounter); ok && len(r.cfg.ExistingTopics) == 0 {
+	want := func() int64 { return (r.totals().acked - r.withdrawn()) * subs }
+	if sc, ok := r.writtenCounter(); ok {
 		r.stored = r.settleStored(ctx, sc, func() int64 { return r.totals().acked })
 		want = func() int64 {
 			if n, ok := r.stored.settled(); ok {
@@ -60,6 +60,16 @@ func (r *run) drainAcked(ctx context.Context, c *collector, bound time.Duration)
 		return fmt.Errorf("drain: consumers did not catch up within %s: %s", bound, of)
 	}
 	return fmt.Errorf("drain abandoned: %s", of)
+}
+
+// writtenCounter returns the driver's count of the messages written to
+// the run's topics, when it has one and the count can be checked against
+// the acknowledgements: not on existing topics, which held messages
+// before, nor for transactional producers, whose every transaction also
+// writes a commit or abort marker to each partition it touched.
+func (r *run) writtenCounter() (driver.WrittenCounter, bool) {
+	sc, ok := r.cfg.Driver.(driver.WrittenCounter)
+	return sc, ok && len(r.cfg.ExistingTopics) == 0 && !r.w.Transactional()
 }
 
 // distinct is the number of different messages the subscriptions received,

@@ -68,6 +68,8 @@ type producerWorker struct {
 	stock  []int // free slots taken from free, used before taking more
 	record bool  // record latencies (see Config.NoLatencyRecording)
 	prod   driver.Producer
+	// txn is the producer's transactions; nil when it sends without.
+	txn *transactions
 	// unpublished counts sends not yet added to stats.sent: the producer
 	// publishes its count in batches, because an atomic add per message
 	// waits for every pending store of that message (header, slot) to
@@ -127,8 +129,15 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 // origin (clock nanoseconds). sendCtx is given to the driver's Send: it ends
 // only when the run is aborted, so that messages sent just before a normal
 // stop are still delivered.
+//
+// A transactional producer opens a transaction before a message when none
+// is open, and ends it when full, when its interval is over (also while
+// waiting for the next send) and when the producer stops.
 func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 	defer w.publishSent()
+	if w.txn != nil {
+		defer w.endTransaction(sendCtx)
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -140,15 +149,18 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		intended := int64(-1)
 		if due >= 0 {
 			intended = start + int64(due)
-			if wait := intended - clock.Now(); wait > 0 {
-				w.publishSent()
-				timer.Reset(time.Duration(wait))
-				select {
-				case <-ctx.Done():
+			if w.txn != nil && w.txn.deadline() < intended {
+				if !w.sleepUntil(ctx, timer, w.txn.deadline()) {
 					return
-				case <-timer.C:
 				}
+				w.endTransaction(sendCtx)
 			}
+			if !w.sleepUntil(ctx, timer, intended) {
+				return
+			}
+		}
+		if w.txn != nil && !w.beforeSend(sendCtx, seq, clock.Now()) {
+			return
 		}
 		if len(w.stock) == 0 {
 			w.publishSent()
@@ -184,6 +196,26 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		if timed {
 			w.noteSendTime(now)
 		}
+		if w.txn != nil {
+			w.afterSend(sendCtx)
+		}
+	}
+}
+
+// sleepUntil waits until clock time t, and returns false if ctx ends
+// first.
+func (w *producerWorker) sleepUntil(ctx context.Context, timer *time.Timer, t int64) bool {
+	wait := t - clock.Now()
+	if wait <= 0 {
+		return true
+	}
+	w.publishSent()
+	timer.Reset(time.Duration(wait))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 
@@ -253,6 +285,9 @@ func (w *producerWorker) outcome() accounting.Outcome {
 		if !isFree {
 			o.Pending.Add(w.slots[slot].seq)
 		}
+	}
+	if w.txn != nil {
+		w.txn.addOutcome(&o)
 	}
 	return o
 }

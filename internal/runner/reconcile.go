@@ -142,7 +142,8 @@ type Record struct {
 
 // Reconcile compares each subscription's deliveries with the outcomes of
 // the producers (indexed by producer id; producer i writes to topic i mod
-// topics) and adds lost, duplicated and unexpected messages to cnt. If the
+// topics) and adds lost, duplicated and unexpected messages, and messages
+// of aborted transactions received, to cnt. If the
 // consumers were not drained (interrupted, timed out), missing messages may
 // still be in the broker: they count as undelivered, not lost. After a
 // complete drain, a subscription that misses messages is read again
@@ -176,7 +177,7 @@ func Reconcile(cnt *results.Counts, records []Record, outcomes []accounting.Outc
 			Name: sub.Name, Expected: int64(res.Expected), Delivered: int64(res.Delivered), Lost: lost,
 			UnconfirmedLoss: unconfirmed, DeliveredLate: int64(res.Late), Undelivered: undelivered,
 			Duplicated: res.Duplicated, FailedDelivered: int64(res.FailedDelivered), Unexpected: int64(res.Unexpected),
-			Reread: evidence,
+			AbortedRead: int64(res.AbortedRead), Reread: evidence,
 		})
 		cnt.Lost += lost
 		cnt.UnconfirmedLoss += unconfirmed
@@ -185,5 +186,6 @@ func Reconcile(cnt *results.Counts, records []Record, outcomes []accounting.Outc
 		cnt.Duplicated += res.Duplicated
 		cnt.FailedDelivered += int64(res.FailedDelivered)
 		cnt.Unexpected += int64(res.Unexpected)
+		cnt.AbortedRead += int64(res.AbortedRead)
 	}
 }

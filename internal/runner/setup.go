@@ -135,7 +135,7 @@ func (r *run) makeConsumers(ctx context.Context) ([]consumerGroup, error) {
 				// A run's own topics hold only its messages, and a
 				// consume-only run reads what its topics hold: both
 				// from the earliest.
-				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub, Start: driver.StartEarliest}, st.onMessage)
+				c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: t, Subscription: g.sub, Start: driver.StartEarliest, ReadCommitted: w.Transactional()}, st.onMessage)
 				if err != nil {
 					return nil, fmt.Errorf("consumer for topic %d: %w", ti, err)
 				}
@@ -261,11 +261,20 @@ func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 		}
 		pw := newProducerWorker(uint32(i), pacer.Share(r.pacing, n, i), limit, keys, pool, inFlight)
 		pw.record = !r.cfg.NoLatencyRecording
-		p, err := r.cfg.Driver.NewProducer(ctx, driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MaxMessageSize(), MaxInFlight: inFlight}, pw.onAck)
+		spec := driver.ProducerSpec{Topic: r.topics[i%len(r.topics)], MaxMessageBytes: w.MaxMessageSize(), MaxInFlight: inFlight, Transactional: w.Transactional()}
+		p, err := r.cfg.Driver.NewProducer(ctx, spec, pw.onAck)
 		if err != nil {
 			return fmt.Errorf("producer %d: %w", i, err)
 		}
 		pw.prod = p
+		if w.Transactional() {
+			tx, ok := p.(driver.Transactor)
+			if !ok {
+				p.Close()
+				return fmt.Errorf("producer %d: the driver made a producer without transactions for a transactional workload", i)
+			}
+			pw.txn = newTransactions(w.Transactions, w.Seed, uint32(i), tx)
+		}
 		r.producers = append(r.producers, pw)
 	}
 	return nil

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
@@ -31,6 +30,10 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		m.Consumed = measureEnd.consumed - c.measureStart.consumed
 		m.PublishRate, m.ConsumeRate = float64(m.Acked)/secs, float64(m.Consumed)/secs
 		m.PublishMBps, m.ConsumeMBps = m.PublishRate*float64(r.w.MessageSize)/1e6, m.ConsumeRate*float64(r.w.MessageSize)/1e6
+	}
+	if r.w.Transactional() {
+		commit := metrics.Summarize(agg.commit)
+		m.CommitLatency = &commit
 	}
 	var err error
 	if r.res.Histograms, err = agg.encode(); err != nil {
@@ -81,12 +84,15 @@ func (r *run) count() {
 		cnt.LatencyClamped += s.endToEnd.Clamped(0)
 		cnt.OutOfOrder += s.outOfOrder.Load()
 	}
+	var txWarnings []string
+	cnt.Transactions, txWarnings = r.transactionCounts()
+	r.res.Warnings = append(r.res.Warnings, txWarnings...)
 	if r.part != nil {
 		r.keepRecords()
 		return
 	}
 	r.reconcile(cnt)
-	if sc, ok := r.cfg.Driver.(driver.WrittenCounter); ok && len(r.cfg.ExistingTopics) == 0 {
+	if sc, ok := r.writtenCounter(); ok {
 		if r.stored == nil {
 			r.stored = r.settleStored(r.cfg.Abandon, sc, func() int64 { return t.acked })
 		}

@@ -65,7 +65,8 @@ type Setup struct {
 // SweepParam is one swept parameter: a workload field (messageSize,
 // partitionsPerTopic, topics, producersPerTopic, subscriptionsPerTopic,
 // consumersPerSubscription, rate, messages, replicationFactor,
-// consumerBacklogSizeGB) or a driver
+// consumerBacklogSizeGB, transactionSize, transactionAbortRate,
+// transactionCommitInterval) or a driver
 // setting ("producer.acks", "consumer.fetch.min.bytes", "topic.x",
 // "common.x").
 type SweepParam struct {
@@ -100,7 +101,8 @@ type Price struct {
 
 // sweepFields are the workload fields a sweep may vary.
 var sweepFields = []string{"messageSize", "partitionsPerTopic", "topics", "producersPerTopic", "subscriptionsPerTopic",
-	"consumersPerSubscription", "rate", "messages", "replicationFactor", "consumerBacklogSizeGB"}
+	"consumersPerSubscription", "rate", "messages", "replicationFactor", "consumerBacklogSizeGB",
+	"transactionSize", "transactionAbortRate", "transactionCommitInterval"}
 
 // sweepScopes are the driver-setting prefixes a sweep may vary.
 var sweepScopes = []string{"producer.", "consumer.", "topic.", "common."}

@@ -91,6 +91,10 @@ type Workload struct {
 	// offsets into the measurement phase.
 	Faults []Fault `json:"faults,omitempty"`
 
+	// Transactions, when set, makes the producers transactional and the
+	// consumers read only committed messages (see Transactions).
+	Transactions *Transactions `json:"transactions,omitempty"`
+
 	// Notes say how the file was read where that is not obvious (an OMB
 	// convention mapped to brokerbench's meaning, the payload file found).
 	Notes []string `json:"notes,omitempty"`
@@ -281,6 +285,15 @@ func nativeFields(w *Workload) map[string]fieldSetter {
 		"seed":                     seedField(&w.Seed),
 		"consumerBacklogSizeGB":    floatField(&w.ConsumerBacklogSizeGB, 0, 1e6),
 		"backlogDrainRatio":        floatField(&w.BacklogDrainRatio, 0, 1),
+		"transactionSize": inTransactions(&w.Transactions, func(t *Transactions) fieldSetter {
+			return intField(&t.Size, 1, MaxTransactionSize)
+		}),
+		"transactionAbortRate": inTransactions(&w.Transactions, func(t *Transactions) fieldSetter {
+			return floatField(&t.AbortRate, 0, 1)
+		}),
+		"transactionCommitInterval": inTransactions(&w.Transactions, func(t *Transactions) fieldSetter {
+			return durationField(&t.CommitInterval, time.Millisecond)
+		}),
 	}
 }
 
@@ -428,6 +441,7 @@ func (w *Workload) Validate() error {
 		bad("warmup", "must not be negative")
 	}
 	w.validateTraffic(bad)
+	w.validateTransactions(bad)
 	if w.MessageSize < payload.HeaderSize {
 		bad("messageSize", "must be at least %d bytes (the brokerbench header)", payload.HeaderSize)
 	}

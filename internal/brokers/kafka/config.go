@@ -359,8 +359,9 @@ func (c *config) group(subscription string) string {
 
 // consumerOpts maps the consumer settings onto franz-go for a member of
 // group reading topic from start (a group without committed offsets; with
-// auto.offset.reset=latest, always from the end).
-func (c *config) consumerOpts(topic, group string, start driver.StartPosition) []kgo.Opt {
+// auto.offset.reset=latest, always from the end); readCommitted, or
+// isolation.level=read_committed, leaves out aborted transactions.
+func (c *config) consumerOpts(topic, group string, start driver.StartPosition, readCommitted bool) []kgo.Opt {
 	p := c.consumer
 	opts := c.clientOpts(scopeConsumer)
 	reset := kgo.NewOffset().AtStart()
@@ -380,7 +381,7 @@ func (c *config) consumerOpts(topic, group string, start driver.StartPosition) [
 		kgo.RebalanceTimeout(ms(p, "max.poll.interval.ms")),
 		kgo.AutoCommitInterval(ms(p, "auto.commit.interval.ms")),
 	)
-	if must(p.Get("isolation.level")) == "read_committed" {
+	if readCommitted || must(p.Get("isolation.level")) == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if must(p.Get("enable.auto.commit")) == "false" {

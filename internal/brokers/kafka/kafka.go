@@ -46,6 +46,8 @@ type Driver struct {
 	cfg   *config
 	admin *kadm.Client
 	cl    *kgo.Client
+	// producers numbers the transactional producers, for their ids.
+	producers atomic.Int64
 }
 
 var (
@@ -53,6 +55,7 @@ var (
 	_ driver.SubscriptionWaiter = (*Driver)(nil)
 	_ driver.WrittenCounter     = (*Driver)(nil)
 	_ driver.Placement          = (*Driver)(nil)
+	_ driver.Transactor         = (*producer)(nil)
 )
 
 // New validates dc and connects an admin client. Connection problems show up
@@ -383,11 +386,31 @@ func (d *Driver) EffectiveConfig() map[string]workload.Properties {
 func (d *Driver) Close() { d.cl.Close() }
 
 // NewProducer implements driver.Driver. Each producer is its own franz-go
-// client, as each Java producer is its own KafkaProducer.
+// client, as each Java producer is its own KafkaProducer. A transactional
+// one has a transactional id of its own, from the topic's name, and needs
+// idempotent writes (acks=all, enable.idempotence not false); its producer
+// id is loaded before it returns.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	cl, err := kgo.NewClient(append(d.cfg.producerOpts(spec.MaxMessageBytes, spec.MaxInFlight), kgo.DefaultProduceTopic(spec.Topic))...)
+	opts := append(d.cfg.producerOpts(spec.MaxMessageBytes, spec.MaxInFlight), kgo.DefaultProduceTopic(spec.Topic))
+	if spec.Transactional {
+		if !d.cfg.idempotent() {
+			return nil, fmt.Errorf("%w: kafka transactions need an idempotent producer: set acks=all and leave out enable.idempotence=false", workload.ErrInvalid)
+		}
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-tx-%d", spec.Topic, d.producers.Add(1))))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
+	}
+	if spec.Transactional {
+		// The producer id of a transactional id comes from the
+		// transaction coordinator, which the cluster's first
+		// transactional producer makes create its topic: seconds the
+		// setup takes, not the first transaction.
+		if _, _, err := cl.ProducerID(ctx); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("kafka transactional producer: load its producer id: %w", err)
+		}
 	}
 	p := &producer{cl: cl, topic: spec.Topic, ack: ack}
 	p.promise = p.onProduced
@@ -448,6 +471,27 @@ func (p *producer) onProduced(r *kgo.Record, err error) {
 // Flush implements driver.Producer.
 func (p *producer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
 
+// Begin implements driver.Transactor.
+func (p *producer) Begin() error { return p.cl.BeginTransaction() }
+
+// End implements driver.Transactor with EndTransaction. A commit that
+// fails, or whose outcome is unknown, is followed by an abort, as
+// franz-go advises, so that the producer can begin again.
+func (p *producer) End(ctx context.Context, commit bool) error {
+	how := kgo.TryAbort
+	if commit {
+		how = kgo.TryCommit
+	}
+	err := p.cl.EndTransaction(ctx, how)
+	if err != nil && commit {
+		if abortErr := p.cl.EndTransaction(ctx, kgo.TryAbort); abortErr != nil {
+			return fmt.Errorf("commit: %w; abort after it: %w", err, abortErr)
+		}
+		return fmt.Errorf("commit (aborted after it): %w", err)
+	}
+	return err
+}
+
 // Close implements driver.Producer: messages in flight are failed, and
 // every acknowledgement has been called when it returns.
 func (p *producer) Close() {
@@ -489,7 +533,7 @@ func (e sendError) Kind() string {
 // goroutine until Close.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	c := &consumer{ready: make(chan struct{}), done: make(chan struct{}), consume: consume, topic: spec.Topic}
-	opts := append(d.cfg.consumerOpts(spec.Topic, d.cfg.group(spec.Subscription), spec.Start),
+	opts := append(d.cfg.consumerOpts(spec.Topic, d.cfg.group(spec.Subscription), spec.Start, spec.ReadCommitted),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			c.readyOnce.Do(func() { close(c.ready) })
 		}))

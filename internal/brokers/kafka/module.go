@@ -21,7 +21,7 @@ func init() {
 	brokers.Register(brokers.Module{
 		Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true,
-			AcksLevels: []string{"0", "1", "all", "-1"}, Written: true},
+			AcksLevels: []string{"0", "1", "all", "-1"}, Written: true, Transactions: true},
 		Local:   LocalKind,
 		Metrics: &brokers.Metrics{Endpoint: "Prometheus text at each node's metrics port (/metrics), served by the Prometheus JMX exporter agent the nodes run with"},
 		OMBClasses: []string{
