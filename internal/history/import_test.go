@@ -41,10 +41,20 @@ func TestFromRun(t *testing.T) {
 	if _, ok := a.Figures["service.p99"]; ok {
 		t.Error("a latency with no samples has figures")
 	}
+	// A transactional run's commit latency and abort figures.
+	r := testRun("t")
+	r.Measured.CommitLatency = &metrics.Latency{Count: 4, P99: 12}
+	r.Counts.Transactions, r.Counts.AbortedRead = &results.TransactionCounts{Committed: 3, Aborted: 1}, 2
+	if tx, _ := FromRun(r, "r.json", nil); tx.Figures["commit.p99"] != 12 || tx.Figures["abortRate"] != 0.25 || tx.Figures["abortedRead"] != 2 {
+		t.Errorf("transactional figures %v", tx.Figures)
+	}
+	if _, ok := a.Figures["abortRate"]; ok {
+		t.Error("a run without transactions has an abort rate")
+	}
 	// The benchmark is what was asked of the broker: not the workload's
 	// description, and not the driver's tuning, which may change along a
 	// series; a workload setting makes another benchmark.
-	r := testRun("b")
+	r = testRun("b")
 	r.Workload.Description = "reworded"
 	r.Driver.Effective["producer"] = workload.Properties{{Key: "linger.ms", Value: "50"}}
 	if b, _ := FromRun(r, "r.json", nil); b.Benchmark != a.Benchmark {

@@ -231,6 +231,9 @@ func figures(r *results.Run) map[string]float64 {
 	latencies(f, "service", m.ServiceTime)
 	latencies(f, "e2e", m.EndToEndLatency)
 	latencies(f, "sendLag", m.SendLag)
+	if m.CommitLatency != nil {
+		latencies(f, "commit", *m.CommitLatency)
+	}
 	c := r.Counts
 	for k, v := range map[string]int64{
 		"sent": c.Sent, "acked": c.Acked, "failed": c.Failed, "consumed": c.Consumed, "unacked": c.Unacked,
@@ -243,6 +246,9 @@ func figures(r *results.Run) map[string]float64 {
 		if s.BrokerSampled {
 			f["brokerCpu"] = s.BrokerCPU
 		}
+	}
+	if t := c.Transactions; t != nil {
+		f["abortRate"], f["abortedRead"] = t.AbortRate(), float64(c.AbortedRead)
 	}
 	if t := r.MaxRate; t != nil {
 		f["maxRate"] = t.Rate
