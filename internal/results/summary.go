@@ -46,9 +46,14 @@ func PrintSummary(out io.Writer, r *Run) {
 	}
 	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %d consumer(s), ",
 		w.Topics, w.PartitionsPerTopic, size, w.Producers(), w.Consumers())
-	if w.ProducerRate > 0 {
+	switch {
+	case w.ProducerRate > 0:
 		fmt.Fprintf(out, "target %.0f msg/s\n", w.ProducerRate)
-	} else {
+	case w.RateProfile != nil && r.Target != nil:
+		fmt.Fprintf(out, "rate profile, mean target %.0f msg/s\n", r.Target.Rate)
+	case w.RateProfile != nil:
+		fmt.Fprintf(out, "rate profile\n")
+	default:
 		fmt.Fprintf(out, "max rate\n")
 	}
 	fmt.Fprintf(out, "   measured %.3g s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
@@ -120,6 +125,9 @@ func PrintSummary(out io.Writer, r *Run) {
 			fmt.Fprintf(out, "   THROUGHPUT-BOUND at %.0f msg/s (%.2f MB/s), limited by %s; publish latency from the intended send time measures the growing schedule backlog, the service time (p50 %.3f, p99 %.3f ms) is the latency at that rate\n",
 				t.AchievedRate, t.AchievedRate*float64(w.MessageSize)/1e6, t.Limit, m.ServiceTime.P50, m.ServiceTime.P99)
 		}
+	}
+	if f := FollowedProfile(r); f != nil {
+		fmt.Fprintf(out, "   %s\n", f.Describe())
 	}
 	switch v := Judge(r); v.Kind {
 	case Failed:
