@@ -204,6 +204,8 @@ func RateStepLine(s RateStep) string {
 	switch {
 	case s.Kind == StepWarmup:
 		target, verdict = "(warm-up)", "not judged"
+	case s.Kind == StepRamp:
+		verdict = "ramp, knee at this target: " + s.Reason
 	case s.TargetRate == 0:
 		target, verdict = "  (probe)", "ceiling"
 	case !s.Held && s.Disturbed:
