@@ -141,8 +141,9 @@ func (t Time) draw(rng *rand.Rand) time.Duration {
 type Worker struct {
 	t   Time
 	rng *rand.Rand
-	// busyUntil is when the previous message's processing was to end.
-	busyUntil time.Time
+	// busyUntil is when the previous message's processing was to end,
+	// woke when its sleep did.
+	busyUntil, woke time.Time
 }
 
 // NewWorker returns the worker of a run's consumer number consumer, its
@@ -154,11 +155,12 @@ func (t Time) NewWorker(seed uint64, consumer int) *Worker {
 	return &Worker{t: t, rng: rand.New(rand.NewPCG(seed, uint64(consumer)))}
 }
 
-// catchUpWithin is how soon after the previous message's processing was
-// to end the next one must start for its processing to count from that
-// end rather than from now: a consumer that always has a next message
-// then makes up the time its sleeps overran, and receives exactly
-// 1/mean messages per second.
+// catchUpWithin is how soon after the previous message's processing the
+// next one must start for the consumer to count as busy throughout: its
+// next time then counts from when the previous one was to end, not from
+// now, so a sleep that overran (a late wake-up on a busy machine) is made
+// up, and a consumer that always has a next message receives exactly
+// 1/mean messages per second. A consumer idle for longer starts afresh.
 const catchUpWithin = time.Millisecond
 
 // Process spends the next message's processing time, and returns when it
@@ -166,9 +168,10 @@ const catchUpWithin = time.Millisecond
 func (w *Worker) Process() {
 	now := time.Now()
 	start := w.busyUntil
-	if now.Sub(start) > catchUpWithin {
+	if now.Sub(w.woke) > catchUpWithin {
 		start = now
 	}
 	w.busyUntil = start.Add(w.t.draw(w.rng))
 	time.Sleep(w.busyUntil.Sub(now))
+	w.woke = time.Now()
 }
