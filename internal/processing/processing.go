@@ -111,6 +111,24 @@ func (t Time) Mean() time.Duration {
 	return t.Fixed
 }
 
+// String describes t for a summary: "4ms", "uniform 1ms to 3ms (mean
+// 2ms)", "log-normal, median 2ms, sigma 0.5, at most 50ms (mean
+// 2.266ms)"; means to the microsecond.
+func (t Time) String() string {
+	switch {
+	case t.Uniform != nil:
+		return fmt.Sprintf("uniform %s to %s (mean %s)", t.Uniform.Min, t.Uniform.Max, t.Mean().Round(time.Microsecond))
+	case t.LogNormal != nil:
+		l := t.LogNormal
+		most := ""
+		if l.Max > 0 {
+			most = ", at most " + l.Max.String()
+		}
+		return fmt.Sprintf("log-normal, median %s, sigma %v%s (mean %s)", l.Median, l.Sigma, most, t.Mean().Round(time.Microsecond))
+	}
+	return t.Fixed.String()
+}
+
 // Ceiling is the most messages per second n consumers that each spend t
 // per message receive; +Inf for a t of zero.
 func (t Time) Ceiling(n int) float64 {

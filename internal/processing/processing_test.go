@@ -119,3 +119,19 @@ func TestWorkerSeeds(t *testing.T) {
 		t.Errorf("Time.Seed 9: %v, want the run seed 9's %v", a, b)
 	}
 }
+
+func TestString(t *testing.T) {
+	for _, c := range []struct {
+		t    Time
+		want string
+	}{
+		{Time{Fixed: 4 * time.Millisecond}, "4ms"},
+		{Time{Uniform: &Uniform{Min: time.Millisecond, Max: 3 * time.Millisecond}}, "uniform 1ms to 3ms (mean 2ms)"},
+		{Time{LogNormal: &LogNormal{Median: 2 * time.Millisecond, Sigma: 0.5}}, "log-normal, median 2ms, sigma 0.5 (mean 2.266ms)"},
+		{Time{LogNormal: &LogNormal{Median: 2 * time.Millisecond, Sigma: 0.5, Max: 3 * time.Millisecond}}, "log-normal, median 2ms, sigma 0.5, at most 3ms (mean 2.036ms)"},
+	} {
+		if got := c.t.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.t, got, c.want)
+		}
+	}
+}

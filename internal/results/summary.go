@@ -44,8 +44,12 @@ func PrintSummary(out io.Writer, r *Run) {
 	if p := r.Payloads; p != nil && p.Codec != "" {
 		size += fmt.Sprintf(" compressing to %.2f with %s", p.CompressionRatio, p.Codec)
 	}
-	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %d consumer(s), ",
-		w.Topics, w.PartitionsPerTopic, size, w.Producers(), w.Consumers())
+	consumers := fmt.Sprintf("%d consumer(s)", w.Consumers())
+	if pt := w.ConsumerProcessingTime; pt != nil {
+		consumers += fmt.Sprintf(" processing each message for %s", pt)
+	}
+	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %s, ",
+		w.Topics, w.PartitionsPerTopic, size, w.Producers(), consumers)
 	switch {
 	case w.ProducerRate > 0:
 		fmt.Fprintf(out, "target %.0f msg/s\n", w.ProducerRate)

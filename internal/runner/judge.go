@@ -241,11 +241,7 @@ func ConsumersBehind(m *results.Aggregate, ivs []results.Interval, w *workload.W
 	}
 	if pt := w.ConsumerProcessingTime; pt != nil {
 		n := w.ConsumersPerSubscription
-		mean := "of " + pt.Mean().String()
-		if pt.Fixed == 0 {
-			mean = "of mean " + pt.Mean().String()
-		}
-		text += fmt.Sprintf("; the workload's consumerProcessingTime %s caps the %d consumers of each subscription at %.0f msg/s", mean, n, pt.Ceiling(n))
+		text += fmt.Sprintf("; the workload's consumerProcessingTime (%s) caps the %d consumers of each subscription at %.0f msg/s", pt, n, pt.Ceiling(n))
 	}
 	return text + "; add consumers or partitions, or lower the rate"
 }

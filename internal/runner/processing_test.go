@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/memory"
+	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -59,7 +60,12 @@ duration: 8s
 		if e := m.EndToEndLatency; e.Max < 3990 || e.Max > 4000 {
 			t.Errorf("end-to-end latency max %.3f ms, want just under 4000", e.Max)
 		}
-		if !strings.Contains(m.ConsumersBehind, "fell behind") || !strings.Contains(m.ConsumersBehind, "consumerProcessingTime of 4ms caps the 2 consumers of each subscription at 500 msg/s") {
+		var summary strings.Builder
+		results.PrintSummary(&summary, res)
+		if want := "2 consumer(s) processing each message for 4ms, target 1000 msg/s"; !strings.Contains(summary.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary.String())
+		}
+		if !strings.Contains(m.ConsumersBehind, "fell behind") || !strings.Contains(m.ConsumersBehind, "consumerProcessingTime (4ms) caps the 2 consumers of each subscription at 500 msg/s") {
 			t.Errorf("consumers behind: %q", m.ConsumersBehind)
 		}
 	})
