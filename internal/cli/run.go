@@ -98,6 +98,7 @@ func addRunFlags(fl *pflag.FlagSet, o *engine.RunOptions, quiet *bool) {
 	fl.BoolVar(&o.FindMaxRate, "find-max-rate", o.FindMaxRate, "search for the highest rate the broker sustains (see --slo); each step is a full run of --warmup + --duration")
 	fl.StringVar(&o.SLO, "slo", o.SLO, "latency objectives a sustained rate must meet, e.g. 'p99<50ms,e2e.p99.9<200ms'")
 	fl.IntVar(&o.MaxSteps, "max-steps", o.MaxSteps, "most fixed-rate steps of --find-max-rate after its unthrottled warm-up and probe")
+	fl.DurationVar(&o.Ramp, "ramp", o.Ramp, "with --find-max-rate: find the knee with one run whose rate ramps from a sixteenth to 1.25 times the probe's over --warmup plus this duration, then confirm it with constant runs (0: double and bisect constant runs)")
 	fl.IntVar(&o.Repeats, "repeats", o.Repeats, "times --find-max-rate runs the found rate and the failed rate above it again, to show how repeatable the answer is (0 for none)")
 	fl.Float64Var(&o.PerNodeHour, "price-per-node-hour", o.PerNodeHour, "cost of one broker node per hour: the summary and results then give the cost per billion messages")
 	fl.IntVar(&o.Nodes, "nodes", o.Nodes, "number of broker nodes --price-per-node-hour applies to")

@@ -107,7 +107,11 @@ type Delivery struct {
 const NoOrder int32 = -1
 
 // ConsumeFunc is called for every message a consumer receives, serially per
-// consumer. It must not retain d or d.Value, and must not block.
+// consumer. It must not retain d or d.Value. It blocks only for the
+// processing time a workload gives its consumers
+// (consumerProcessingTime): a driver delivers the consumer's next message
+// after the call returns, and keeps its connection alive meanwhile, so that
+// a slow consumer's backlog grows where the broker holds it.
 type ConsumeFunc func(d *Delivery)
 
 // Producer sends messages to one topic.

@@ -53,6 +53,10 @@ type RunOptions struct {
 	SLO         string
 	MaxSteps    int
 	Repeats     int
+	// Ramp, if positive, makes the search find the knee with one run
+	// whose rate ramps up over the warmup and Ramp, then confirm it with
+	// constant runs, instead of doubling steps.
+	Ramp time.Duration
 	// PerNodeHour, if positive, prices Nodes broker nodes.
 	PerNodeHour float64
 	Nodes       int
@@ -142,8 +146,8 @@ func loadRunInput(path string, o *RunOptions) (*runInput, error) {
 		if in.slo, err = maxrate.ParseSLO(o.SLO); err != nil {
 			return nil, badInputf("--slo: %w", err)
 		}
-	} else if o.given("slo") || o.given("max-steps") {
-		return nil, badInput(errors.New("--slo and --max-steps apply only with --find-max-rate"))
+	} else if o.given("slo") || o.given("max-steps") || o.given("ramp") {
+		return nil, badInput(errors.New("--slo, --max-steps and --ramp apply only with --find-max-rate"))
 	}
 	if in.workers, in.placement, err = o.Workers.list(); err != nil {
 		return nil, err
@@ -360,7 +364,7 @@ func (in *runInput) executor(io IO, o *RunOptions, tgt *Target) (exec func(conte
 		return runOnce, stop, nil
 	}
 	return func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
-		return searchMaxRate(ctx, io, cfg, runOnce, in.slo, o.MaxSteps, o.Repeats)
+		return searchMaxRate(ctx, io, cfg, runOnce, in.slo, o)
 	}, stop, nil
 }
 
@@ -410,6 +414,9 @@ func (o *RunOptions) validate() error {
 	if o.MaxSteps < 1 {
 		bad("max-steps", "must be at least 1, got %d", o.MaxSteps)
 	}
+	if o.Ramp < 0 {
+		bad("ramp", "must be 0 (a step search) or a positive duration, got %s", o.Ramp)
+	}
 	if o.Repeats < 0 {
 		bad("repeats", "must be 0 or more, got %d", o.Repeats)
 	}
@@ -458,20 +465,16 @@ func splitList(s string) []string {
 }
 
 // searchMaxRate runs a max sustainable rate search with cfg as the template
-// of every step, each made by runOnce. It returns the run at the highest held rate with the
+// of every step, each made by runOnce, as o's search options say. It returns the run at the highest held rate with the
 // search attached, or the last step's run if none held.
-func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(context.Context, runner.Config) (*results.Run, error), slo []maxrate.Objective, maxSteps, repeats int) (*results.Run, error) {
+func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(context.Context, runner.Config) (*results.Run, error), slo []maxrate.Objective, o *RunOptions) (*results.Run, error) {
 	var last *results.Run
-	trial := func(ctx context.Context, rate float64) (*results.Run, error) {
-		w := *cfg.Workload
-		w.ProducerRate = rate
+	run := func(ctx context.Context, w workload.Workload) (*results.Run, error) {
 		step := cfg
 		step.Workload = &w
-		step.Journal, step.Log = topicsOnly{cfg.Journal}, nil
-		if rate == 0 {
-			fmt.Fprintf(io.Err, "max-rate search: unthrottled probe (%s warmup, %s)\n", w.Warmup, w.Duration)
-		} else {
-			fmt.Fprintf(io.Err, "max-rate search: trying %.0f msg/s\n", rate)
+		step.Log = nil
+		if cfg.Journal != nil {
+			step.Journal = topicsOnly{cfg.Journal}
 		}
 		res, err := runOnce(ctx, step)
 		if res != nil {
@@ -479,8 +482,28 @@ func searchMaxRate(ctx context.Context, io IO, cfg runner.Config, runOnce func(c
 		}
 		return res, err
 	}
+	trial := func(ctx context.Context, rate float64) (*results.Run, error) {
+		w := *cfg.Workload
+		w.ProducerRate = rate
+		if rate == 0 {
+			fmt.Fprintf(io.Err, "max-rate search: unthrottled probe (%s warmup, %s)\n", w.Warmup, w.Duration)
+		} else {
+			fmt.Fprintf(io.Err, "max-rate search: trying %.0f msg/s\n", rate)
+		}
+		return run(ctx, w)
+	}
+	var ramp maxrate.RampTrial
+	if o.Ramp > 0 {
+		ramp = func(ctx context.Context, from, to float64) (*results.Run, error) {
+			w := *cfg.Workload
+			w.ProducerRate, w.Duration = 0, o.Ramp
+			w.RateProfile = &workload.RateProfile{Ramp: &workload.Ramp{From: from, To: to, Over: w.Warmup + w.Duration}}
+			fmt.Fprintf(io.Err, "max-rate search: ramping from %.0f to %.0f msg/s over %s\n", from, to, w.Warmup+w.Duration)
+			return run(ctx, w)
+		}
+	}
 	out, err := maxrate.Search(ctx, maxrate.Config{
-		Trial: trial, SLO: slo, MaxSteps: maxSteps, Repeats: repeats,
+		Trial: trial, Ramp: ramp, SLO: slo, MaxSteps: o.MaxSteps, Repeats: o.Repeats,
 		Progress: func(s results.RateStep) { fmt.Fprintln(io.Err, results.RateStepLine(s)) },
 		Sample:   cfg.SampleSystem,
 		Log:      func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) },

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -19,7 +20,11 @@ type Trial func(ctx context.Context, rate float64) (*results.Run, error)
 // Config is a search's setup.
 type Config struct {
 	Trial Trial
-	SLO   []Objective
+	// Ramp, if set, finds the knee with one ramp run instead of
+	// doubling steps, and confirms it with Trial's constant runs (see
+	// Search).
+	Ramp RampTrial
+	SLO  []Objective
 	// MaxSteps bounds the fixed-rate steps after the probe (default 10), so
 	// a search takes at most MaxSteps+Repeats*2+2 runs.
 	MaxSteps int
@@ -69,6 +74,9 @@ const aboveCeiling = 1.25
 // backlog of at most one second of messages. Finally the found rate and
 // the failed rate above it are each run Repeats times again, and the
 // outcome states how often each held. Only held rates are ever reported.
+// With a Ramp, one run ramps from C/16 to 1.25 C instead of the doubling
+// and bisection, and its knee (see findKnee) is confirmed by constant
+// runs, each 2*Precision lower than the last while they fail.
 // The search stops early when ctx ends; the outcome so far is returned
 // with ctx's error.
 func Search(ctx context.Context, cfg Config) (Outcome, error) {
@@ -110,7 +118,11 @@ func Search(ctx context.Context, cfg Config) (Outcome, error) {
 	if ceiling <= 0 {
 		return out, errors.New("unthrottled probe published nothing")
 	}
-	failed, err := cfg.bracket(ctx, &out, ceiling)
+	search := cfg.bracket
+	if cfg.Ramp != nil {
+		search = cfg.rampSearch
+	}
+	failed, err := search(ctx, &out, ceiling)
 	if err != nil || out.Best == nil {
 		return out, err
 	}
@@ -299,6 +311,23 @@ func (cfg *Config) record(out *Outcome, kind results.StepKind, rate float64, res
 	return step
 }
 
+// missed lists the objectives of slo that publish latency pub and
+// end-to-end latency e2e missed.
+func missed(slo []Objective, pub, e2e metrics.Latency) []string {
+	var reasons []string
+	for _, o := range slo {
+		l := pub
+		if o.Metric == "e2e" {
+			l = e2e
+		}
+		limit := float64(o.Limit) / 1e6
+		if v := o.value(l); !(v < limit) {
+			reasons = append(reasons, fmt.Sprintf("%s = %.3f ms, objective < %.3f ms", o, v, limit))
+		}
+	}
+	return reasons
+}
+
 // judge lists the reasons a run at rate does not count as sustained.
 func judge(res *results.Run, rate float64, backlog int64, slo []Objective) []string {
 	var reasons []string
@@ -312,16 +341,7 @@ func judge(res *results.Run, rate float64, backlog int64, slo []Objective) []str
 		}
 		reasons = append(reasons, why)
 	}
-	for _, o := range slo {
-		l := res.Measured.PublishLatency
-		if o.Metric == "e2e" {
-			l = res.Measured.EndToEndLatency
-		}
-		limit := float64(o.Limit) / 1e6
-		if v := o.value(l); !(v < limit) {
-			reasons = append(reasons, fmt.Sprintf("%s = %.3f ms, objective < %.3f ms", o, v, limit))
-		}
-	}
+	reasons = append(reasons, missed(slo, res.Measured.PublishLatency, res.Measured.EndToEndLatency)...)
 	c := res.Counts
 	switch {
 	case c.UnconfirmedLoss > 0:

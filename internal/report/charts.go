@@ -58,7 +58,7 @@ type PlotMark struct {
 
 // newPlot returns the data of a chart drawn from ss (labels as the chart
 // shows them) and marks.
-func newPlot(xLabel, yLabel string, logX, logY bool, ss []series, marks []faultMark) *Plot {
+func newPlot(xLabel, yLabel string, logX, logY bool, ss []series, marks []timeMark) *Plot {
 	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: logX, LogY: logY}
 	for _, s := range ss {
 		ps := PlotSeries{Label: s.label}
@@ -117,14 +117,15 @@ func shortenLabels(ss []series) {
 	}
 }
 
-// render draws the series as lines with points and returns the SVG.
-// faultMark is a vertical marker at a fault's time on a time chart.
-type faultMark struct {
+// timeMark is a vertical marker at a moment on a time chart (a fault,
+// the producers' stop), its label as the legend shows it.
+type timeMark struct {
 	at    float64
 	label string
 }
 
-func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ...faultMark) ([]byte, error) {
+// render draws the series as lines with points and returns the SVG.
+func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ...timeMark) ([]byte, error) {
 	shortenLabels(ss)
 	p := plot.New()
 	p.Title.Text = title
@@ -188,7 +189,7 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ..
 			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 			p.Add(line)
 			if i == 0 || m.label != marks[i-1].label {
-				entries = append(entries, legendEntry{"fault: " + m.label, line})
+				entries = append(entries, legendEntry{m.label, line})
 			}
 		}
 	}
@@ -305,36 +306,114 @@ func runLabel(g *Group, r *results.Run) string {
 	return g.Label
 }
 
-// timeSeries charts one per-interval value of every run over time.
+// timeSeries charts one per-interval value of every run over time,
+// until the producers stopped.
 func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.Interval) float64) (Chart, error) {
 	var ss []series
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
-			s := series{label: runLabel(g, r)}
-			for _, iv := range r.Intervals {
-				if iv.Phase == results.Drain {
-					continue // after the producers stopped
-				}
-				if v := value(iv); !math.IsNaN(v) {
-					s.xy = append(s.xy, plotter.XY{X: iv.EndSeconds, Y: v})
-				}
-			}
-			ss = append(ss, s)
+			ss = append(ss, intervalSeries(runLabel(g, r), r, false, value))
 		}
 	}
+	return in.timeChart(name, title, yLabel, ss, in.faultMarks())
+}
+
+// intervalSeries is one per-interval value of r as a line labelled
+// label: the drain after the producers stopped included if drain is set;
+// NaN values are left out.
+func intervalSeries(label string, r *results.Run, drain bool, value func(iv results.Interval) float64) series {
+	s := series{label: label}
+	for _, iv := range r.Intervals {
+		if iv.Phase == results.Drain && !drain {
+			continue
+		}
+		if v := value(iv); !math.IsNaN(v) {
+			s.xy = append(s.xy, plotter.XY{X: iv.EndSeconds, Y: v})
+		}
+	}
+	return s
+}
+
+// timeChart draws ss and marks over the time since producing started.
+func (in *Input) timeChart(name, title, yLabel string, ss []series, marks []timeMark) (Chart, error) {
 	const xLabel = "time since producing started (s)"
-	marks := in.faultMarks()
 	svg, err := render(title, xLabel, yLabel, false, false, ss, marks...)
 	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, false, false, ss, marks)}, err
 }
 
-// faultMarks are the fault events of every run, as chart markers.
-func (in *Input) faultMarks() []faultMark {
-	var marks []faultMark
+// consumerLagChart charts every run's backlog, the messages published
+// and not yet received, summed over its subscriptions: through the
+// measurement and the drain after the producers stopped, which a marker
+// shows, so a backlog that grows under slow consumers and the time it
+// takes to drain are both seen. ok is false when no run had consumers.
+func (in *Input) consumerLagChart() (c Chart, ok bool, err error) {
+	var ss []series
+	marks := in.faultMarks()
+	stops := map[float64]bool{}
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			if r.Workload == nil || r.Workload.Consumers() == 0 {
+				continue
+			}
+			ss = append(ss, intervalSeries(runLabel(g, r), r, true, func(iv results.Interval) float64 { return float64(iv.Backlog) }))
+			if at, drained := producersStopped(r); drained && !stops[at] {
+				stops[at] = true
+				marks = append(marks, timeMark{at: at, label: "producers stopped"})
+			}
+		}
+	}
+	if len(ss) == 0 {
+		return Chart{}, false, nil
+	}
+	c, err = in.timeChart("consumer-lag", "Consumer lag (published, not yet received; drain included)", "messages", ss, marks)
+	c.Caption = "Summed over subscriptions, at the end of each interval. After the producers stopped, the consumers drain what is left; a backlog still there at the end was not drained within the drain timeout."
+	return c, true, err
+}
+
+// producersStopped returns when r's producers stopped: the end of its
+// last interval before the drain; ok is false for a run without a drain.
+func producersStopped(r *results.Run) (at float64, ok bool) {
+	for _, iv := range r.Intervals {
+		if iv.Phase == results.Drain {
+			return at, true
+		}
+		at = iv.EndSeconds
+	}
+	return 0, false
+}
+
+// profileChart charts, for every run with a rate profile, its target
+// rate per interval beside the publish rate it achieved; ok is false when
+// no run had a profile.
+func (in *Input) profileChart() (c Chart, ok bool, err error) {
+	var ss []series
+	for _, g := range in.Groups {
+		for _, r := range g.Runs {
+			if r.Workload == nil || r.Workload.RateProfile == nil {
+				continue
+			}
+			label := runLabel(g, r)
+			ss = append(ss,
+				intervalSeries(label+" / target", r, false, func(iv results.Interval) float64 { return iv.TargetRate }),
+				intervalSeries(label+" / achieved", r, false, func(iv results.Interval) float64 { return iv.PublishRate }))
+		}
+	}
+	if len(ss) == 0 {
+		return Chart{}, false, nil
+	}
+	c, err = in.timeChart("rate-profile", "Rate profile: target vs achieved publish rate", "msgs/s", ss, in.faultMarks())
+	c.Caption = fmt.Sprintf("The target is the profile's mean over each interval, the achieved rate the acknowledgements in it; an interval more than %.0f%% below its target fell short.", 100*results.ProfileShortfall)
+	return c, true, err
+}
+
+// faultMarks are the fault events of every run, as chart markers
+// labelled "fault: ACTION".
+func (in *Input) faultMarks() []timeMark {
+	var marks []timeMark
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
 			for _, ev := range r.Faults {
-				marks = append(marks, faultMark{at: ev.AtSeconds, label: ev.Action})
+				marks = append(marks, timeMark{at: ev.AtSeconds, label: "fault: " + ev.Action})
 			}
 		}
 	}
@@ -490,10 +569,11 @@ func (in *Input) Charts() ([]Chart, error) {
 	e2eL := func(iv results.Interval) metrics.Latency { return iv.EndToEndLatency }
 	p50 := func(l metrics.Latency) float64 { return l.P50 }
 	p99 := func(l metrics.Latency) float64 { return l.P99 }
+	// The first ratesCharts of steps are the rates.
+	const ratesCharts = 2
 	steps := []timeChart{
 		{"publish-rate", "Publish rate", "msgs/s", func(iv results.Interval) float64 { return iv.PublishRate }},
 		{"consume-rate", "Consume rate", "msgs/s", func(iv results.Interval) float64 { return iv.ConsumeRate }},
-		{"backlog", "Backlog", "messages", func(iv results.Interval) float64 { return float64(iv.Backlog) }},
 		{"publish-latency-p50", "Publish latency p50 per interval", "ms", latency(pubL, p50)},
 		{"e2e-latency-p50", "End-to-end latency p50 per interval", "ms", latency(e2eL, p50)},
 		{"publish-latency-p99", "Publish latency p99 per interval", "ms", latency(pubL, p99)},
@@ -526,9 +606,23 @@ func (in *Input) Charts() ([]Chart, error) {
 			{"broker-memory", "Broker process resident memory", "MB", broker(func(s *results.System) float64 { return s.BrokerRSSMB })},
 		}...)
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if err := add(in.timeSeries(s.name, s.title, s.y, s.v)); err != nil {
 			return nil, err
+		}
+		if i != ratesCharts-1 {
+			continue
+		}
+		// Beside the rates: the profile they were to follow, and the
+		// lag of consumers that did not keep up.
+		for _, optional := range []func() (Chart, bool, error){in.profileChart, in.consumerLagChart} {
+			c, ok, err := optional()
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				charts = append(charts, c)
+			}
 		}
 	}
 	broker, err := in.brokerMetricCharts()

@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -123,5 +125,59 @@ func TestBrokerMetricCharts(t *testing.T) {
 		if strings.Contains(c.Name, "erlang") {
 			t.Errorf("chart %s: the runtime's figures are not charted", c.Name)
 		}
+	}
+}
+
+// TestConsumerLagAndProfileCharts: a run with consumers gets a consumer
+// lag chart that goes on through the drain, marked where the producers
+// stopped; a run with a rate profile gets its target beside its achieved
+// rate; a run with neither gets neither chart.
+func TestConsumerLagAndProfileCharts(t *testing.T) {
+	charts := func(r *results.Run) map[string]Chart {
+		in := &Input{Title: "t", Groups: []*Group{{Label: "run", Runs: []*results.Run{r}}}}
+		cs, err := in.Charts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]Chart{}
+		for _, c := range cs {
+			got[c.Name] = c
+		}
+		return got
+	}
+	plain := fixtureRun("plain", 100, 1, 1000, 5)
+	if got := charts(plain); got["consumer-lag"].Plot != nil || got["rate-profile"].Plot != nil {
+		t.Errorf("a run without consumers or profile has charts %v", slices.Collect(maps.Keys(got)))
+	}
+
+	r := fixtureRun("slow", 100, 1, 1000, 5)
+	w := *r.Workload
+	w.SubscriptionsPerTopic, w.ConsumersPerSubscription = 1, 2
+	w.RateProfile = &workload.RateProfile{Ramp: &workload.Ramp{From: 500, To: 1500, Over: 10 * time.Second}}
+	r.Workload = &w
+	for i := range r.Intervals {
+		r.Intervals[i].TargetRate = 500 + 100*float64(i) + 50
+	}
+	r.Intervals = append(r.Intervals,
+		results.Interval{StartSeconds: 10, EndSeconds: 11, Phase: results.Drain, Backlog: 40},
+		results.Interval{StartSeconds: 11, EndSeconds: 12, Phase: results.Drain, Backlog: 0})
+	got := charts(r)
+	lag := got["consumer-lag"]
+	if lag.Plot == nil || len(lag.Plot.Series) != 1 {
+		t.Fatalf("consumer lag chart %+v, want one line", lag.Plot)
+	}
+	if s := lag.Plot.Series[0]; len(s.X) != 12 || s.X[11] != 12 || s.Y[9] != 90 || s.Y[11] != 0 {
+		t.Errorf("consumer lag line %+v: want the 10 measured intervals' backlog and the 2 of the drain", s)
+	}
+	if m := lag.Plot.Marks; len(m) != 1 || m[0].At != 10 || m[0].Label != "producers stopped" || !strings.Contains(string(lag.SVG), "producers stopped") {
+		t.Errorf("consumer lag marks %+v: want the producers' stop at 10 s", m)
+	}
+	prof := got["rate-profile"]
+	if prof.Plot == nil || len(prof.Plot.Series) != 2 {
+		t.Fatalf("rate profile chart %+v, want target and achieved lines", prof.Plot)
+	}
+	target, achieved := prof.Plot.Series[0], prof.Plot.Series[1]
+	if len(target.Y) != 10 || target.Y[3] != 850 || achieved.Y[3] != 1003 || !strings.HasSuffix(target.Label, "target") || !strings.HasSuffix(achieved.Label, "achieved") {
+		t.Errorf("rate profile lines %+v and %+v: want the target and achieved rate of each measured interval", target, achieved)
 	}
 }

@@ -583,6 +583,7 @@ const (
 	StepWarmup StepKind = "warm-up" // unthrottled, not judged, warms the broker
 	StepProbe  StepKind = "probe"   // unthrottled, finds the ceiling
 	StepSearch StepKind = "search"  // a fixed rate of the ramp or bisection
+	StepRamp   StepKind = "ramp"    // a rising rate, finds the knee; its target is the knee's rate
 	StepRepeat StepKind = "repeat"  // the found rate or the one above, again
 )
 

@@ -44,11 +44,20 @@ func PrintSummary(out io.Writer, r *Run) {
 	if p := r.Payloads; p != nil && p.Codec != "" {
 		size += fmt.Sprintf(" compressing to %.2f with %s", p.CompressionRatio, p.Codec)
 	}
-	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %d consumer(s), ",
-		w.Topics, w.PartitionsPerTopic, size, w.Producers(), w.Consumers())
-	if w.ProducerRate > 0 {
+	consumers := fmt.Sprintf("%d consumer(s)", w.Consumers())
+	if pt := w.ConsumerProcessingTime; pt != nil {
+		consumers += fmt.Sprintf(" processing each message for %s", pt)
+	}
+	fmt.Fprintf(out, "   %d topic(s) x %d partition(s), %s, %d producer(s), %s, ",
+		w.Topics, w.PartitionsPerTopic, size, w.Producers(), consumers)
+	switch {
+	case w.ProducerRate > 0:
 		fmt.Fprintf(out, "target %.0f msg/s\n", w.ProducerRate)
-	} else {
+	case w.RateProfile != nil && r.Target != nil:
+		fmt.Fprintf(out, "rate profile, mean target %.0f msg/s\n", r.Target.Rate)
+	case w.RateProfile != nil:
+		fmt.Fprintf(out, "rate profile\n")
+	default:
 		fmt.Fprintf(out, "max rate\n")
 	}
 	fmt.Fprintf(out, "   measured %.3g s: publish %.0f msg/s (%.2f MB/s), consume %.0f msg/s (%.2f MB/s)\n",
@@ -128,6 +137,9 @@ func PrintSummary(out io.Writer, r *Run) {
 				t.AchievedRate, t.AchievedRate*float64(w.MessageSize)/1e6, t.Limit, m.ServiceTime.P50, m.ServiceTime.P99)
 		}
 	}
+	if f := FollowedProfile(r); f != nil {
+		fmt.Fprintf(out, "   %s\n", f.Describe())
+	}
 	switch v := Judge(r); v.Kind {
 	case Failed:
 		fmt.Fprintf(out, "   RUN FAILED: %s\n", v.Reason)
@@ -203,6 +215,8 @@ func RateStepLine(s RateStep) string {
 	switch {
 	case s.Kind == StepWarmup:
 		target, verdict = "(warm-up)", "not judged"
+	case s.Kind == StepRamp:
+		verdict = "ramp, knee at this target: " + s.Reason
 	case s.TargetRate == 0:
 		target, verdict = "  (probe)", "ceiling"
 	case !s.Held && s.Disturbed:

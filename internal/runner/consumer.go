@@ -8,6 +8,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/processing"
 )
 
 // consumerStats are one consumer's counters, end-to-end histogram and
@@ -22,6 +23,9 @@ type consumerStats struct {
 	skew  []int64
 	sub   *accounting.Subscription
 	order accounting.Order
+	// work, if set, spends the workload's processing time on each
+	// message (Workload.ConsumerProcessingTime).
+	work *processing.Worker
 }
 
 func newConsumerStats(sub *accounting.Subscription, record bool) *consumerStats {
@@ -29,8 +33,13 @@ func newConsumerStats(sub *accounting.Subscription, record bool) *consumerStats 
 }
 
 // onMessage is a consumer's driver.ConsumeFunc: it decodes the header,
-// records the end-to-end latency from the intended send time, and accounts
-// for the message (duplicate, reordered).
+// records the end-to-end latency from the intended send time to the
+// message's receipt, and accounts for the message (duplicate,
+// reordered); then, for a workload with a consumer processing time, it
+// spends that time before it returns, so the consumer takes its next
+// message only after it. The processing is not part of the end-to-end
+// latency: a message that waited behind others' processing shows that
+// wait, as it reached the consumer later.
 func (s *consumerStats) onMessage(d *driver.Delivery) {
 	now := clock.Now()
 	h, err := payload.Parse(d.Value)
@@ -48,5 +57,8 @@ func (s *consumerStats) onMessage(d *driver.Delivery) {
 	s.consumed.Add(1)
 	if s.sub.Record(h.ProducerID, h.Seq) == accounting.First && s.order.Observe(d.Lane, h.ProducerID, h.Seq) {
 		s.outOfOrder.Add(1)
+	}
+	if s.work != nil {
+		s.work.Process()
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/clock"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // DefaultSendLag is how much later than this machine's own scheduling
@@ -210,13 +211,13 @@ func BacklogGrowth(ivs []results.Interval) float64 {
 const consumersBehindShare = 0.05
 
 // ConsumersBehind says, when the consumers fell behind through the
-// measurement m of a run with subs subscriptions per topic, by how much
-// and what the machine was doing; "" when they kept up. They fell behind
-// when the backlog grew by at least consumersBehindShare of what was
-// published for the subscriptions, and ended the measurement more than a
-// second's publishing behind.
-func ConsumersBehind(m *results.Aggregate, ivs []results.Interval, subs int) string {
-	published := m.PublishRate * float64(max(1, subs))
+// measurement m of a run of w, by how much, what the machine was doing
+// and what w's consumer processing time allows; "" when they kept up.
+// They fell behind when the backlog grew by at least
+// consumersBehindShare of what was published for the subscriptions, and
+// ended the measurement more than a second's publishing behind.
+func ConsumersBehind(m *results.Aggregate, ivs []results.Interval, w *workload.Workload) string {
+	published := m.PublishRate * float64(max(1, w.SubscriptionsPerTopic))
 	if published <= 0 || m.BacklogGrowth < consumersBehindShare*published {
 		return ""
 	}
@@ -237,6 +238,10 @@ func ConsumersBehind(m *results.Aggregate, ivs []results.Interval, subs int) str
 			text += fmt.Sprintf(", the broker %.0f%%", s.BrokerCPU)
 		}
 		text += fmt.Sprintf(", the machine was %.0f%% idle)", s.CPUIdle)
+	}
+	if pt := w.ConsumerProcessingTime; pt != nil {
+		n := w.ConsumersPerSubscription
+		text += fmt.Sprintf("; the workload's consumerProcessingTime (%s) caps the %d consumers of each subscription at %.0f msg/s", pt, n, pt.Ceiling(n))
 	}
 	return text + "; add consumers or partitions, or lower the rate"
 }

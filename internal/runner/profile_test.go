@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -68,6 +69,13 @@ func TestRampRunFollowsProfile(t *testing.T) {
 		if tg := res.Target; tg == nil || !tg.Held || math.Abs(tg.Rate-2500) > 1 {
 			t.Errorf("target %+v: want a held mean target of 2500 msg/s", tg)
 		}
+		var summary strings.Builder
+		results.PrintSummary(&summary, res)
+		for _, want := range []string{"rate profile, mean target 2500 msg/s", "rate profile followed: no interval of 10 fell more than 5% short"} {
+			if !strings.Contains(summary.String(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, summary.String())
+			}
+		}
 	})
 }
 
@@ -102,6 +110,17 @@ func TestRampRunMeetsCeiling(t *testing.T) {
 		}
 		if tg := res.Target; tg == nil || tg.Held {
 			t.Errorf("target %+v: want not held", tg)
+		}
+		// The intervals from 7 s on fell short, the last most: 3000 msg/s
+		// for the ramp's mean of 3850 over it.
+		f := results.FollowedProfile(res)
+		if f == nil || len(f.Short) != 3 || math.Abs(f.Short[0]-8) > 0.01 || math.Abs(f.AtSeconds-10) > 0.01 || math.Abs(f.MaxDeviation-(3000.0/3850-1)) > 0.002 {
+			t.Errorf("profile fit %+v: want the intervals ending at 8, 9 and 10 s short, the last by %.3f", f, 3000.0/3850-1)
+		}
+		var summary strings.Builder
+		results.PrintSummary(&summary, res)
+		if want := "RATE PROFILE NOT FOLLOWED: 3 of 10 intervals fell more than 5% short of their target (ending at 8.0, 9.0, 10.0 s); largest deviation -22.1%"; !strings.Contains(summary.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary.String())
 		}
 	})
 }

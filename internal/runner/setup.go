@@ -132,6 +132,9 @@ func (r *run) makeConsumers(ctx context.Context) ([]consumerGroup, error) {
 				if r.part != nil {
 					st.skew = r.part.SkewNanos
 				}
+				if pt := w.ConsumerProcessingTime; pt != nil {
+					st.work = pt.NewWorker(w.Seed, index)
+				}
 				// A run's own topics hold only its messages, and a
 				// consume-only run reads what its topics hold: both
 				// from the earliest.

@@ -44,7 +44,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	r.recoverFaults()
 	m.BacklogGrowth = BacklogGrowth(r.res.Intervals)
 	if r.res.Backlog == nil && len(r.subs) > 0 && len(r.producers) > 0 {
-		m.ConsumersBehind = ConsumersBehind(m, r.res.Intervals, r.w.SubscriptionsPerTopic)
+		m.ConsumersBehind = ConsumersBehind(m, r.res.Intervals, r.w)
 	}
 	if rate := r.targetRate(c); rate > 0 && len(r.producers) > 0 {
 		r.res.Target = JudgeTarget(m, TargetSpec{Rate: rate, MaxSendLag: r.cfg.MaxSendLag, Interval: r.cfg.Interval, SentAll: r.sentAll})

@@ -116,22 +116,28 @@ func rateProfileField(dst **RateProfile) fieldSetter {
 }
 
 // shapeFields decodes one shape's mapping v, its fields named
-// rateProfile.SHAPE.FIELD in errors, and fails for each of required
-// that is missing (what names the shape there: "a ramp"); it reports
-// whether all went well.
+// rateProfile.SHAPE.FIELD in errors (see blockFields).
 func shapeFields(d *decoder, shape, what string, v *yaml.Node, fields map[string]fieldSetter, required ...string) bool {
+	return blockFields(d, "rateProfile."+shape, what, v, fields, required...)
+}
+
+// blockFields decodes the mapping v of the block at path, its fields
+// named PATH.FIELD in errors, and fails for each of required that is
+// missing (what names the block there: "a ramp"); it reports whether all
+// went well.
+func blockFields(d *decoder, path, what string, v *yaml.Node, fields map[string]fieldSetter, required ...string) bool {
 	before := len(d.errs)
 	named := map[string]fieldSetter{}
 	for k, set := range fields {
-		named[k] = func(d *decoder, _ string, v *yaml.Node) { set(d, "rateProfile."+shape+"."+k, v) }
+		named[k] = prefixed(path, set)
 	}
-	seen := d.mapping(v, "rateProfile."+shape, named)
+	seen := d.mapping(v, path, named)
 	if v.Kind != yaml.MappingNode {
 		return false
 	}
 	for _, k := range required {
 		if seen[k] == nil {
-			d.fail(v, "rateProfile."+shape+"."+k, "missing: %s needs %s", what, strings.Join(required, ", "))
+			d.fail(v, path+"."+k, "missing: %s needs %s", what, strings.Join(required, ", "))
 		}
 	}
 	return len(d.errs) == before

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brokerbench/brokerbench/internal/payload"
+	"github.com/brokerbench/brokerbench/internal/processing"
 )
 
 // Format names the file format a workload or driver config was read from.
@@ -68,6 +69,10 @@ type Workload struct {
 	ProducersPerTopic        int `json:"producersPerTopic"`
 	SubscriptionsPerTopic    int `json:"subscriptionsPerTopic"`
 	ConsumersPerSubscription int `json:"consumersPerSubscription"`
+	// ConsumerProcessingTime, when set, is the time every consumer spends
+	// on each message it receives before it takes the next one (see
+	// package processing).
+	ConsumerProcessingTime *processing.Time `json:"consumerProcessingTime,omitempty"`
 
 	// ProducerRate is the total target rate in messages per second over all
 	// producers; 0 means as fast as possible, unless RateProfile is set.
@@ -278,6 +283,7 @@ func nativeFields(w *Workload) map[string]fieldSetter {
 		"producersPerTopic":        intField(&w.ProducersPerTopic, 0, 10000),
 		"subscriptionsPerTopic":    intField(&w.SubscriptionsPerTopic, 0, 1000),
 		"consumersPerSubscription": intField(&w.ConsumersPerSubscription, 0, 10000),
+		"consumerProcessingTime":   consumerProcessingField(&w.ConsumerProcessingTime),
 		"rate":                     floatField(&w.ProducerRate, 0, 1e9),
 		"messages":                 int64Field(&w.MessageLimit),
 		"warmup":                   durationField(&w.Warmup, 0),
@@ -459,6 +465,9 @@ func (w *Workload) Validate() error {
 	}
 	if w.RateProfile != nil && w.Producers() == 0 {
 		bad("rateProfile", "the workload has no producers to follow it")
+	}
+	if w.ConsumerProcessingTime != nil && w.Consumers() == 0 {
+		bad("consumerProcessingTime", "the workload has no consumers to spend it")
 	}
 	if w.ConsumerBacklogSizeGB > 0 && (w.Producers() == 0 || w.Consumers() == 0) {
 		bad("consumerBacklogSizeGB", "a backlog test needs producers and consumers")

@@ -288,6 +288,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("name: x\ndriver:\n  driver: kafka\n  producerConfig: |\n    acks=1\n"))
+	f.Add([]byte("name: x\nconsumerProcessingTime:\n  logNormal: {median: 2ms, sigma: 0.5, max: 50ms}\n  seed: 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := Parse("f.yaml", data)
 		if err == nil && (w.Name == "" || w.MessageSize < payload.HeaderSize || w.Duration <= 0) {

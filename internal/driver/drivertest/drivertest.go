@@ -47,6 +47,7 @@ func Run(t *testing.T, tg Target) {
 		{"AckOnceOnClose", ackOnceOnClose},
 		{"ManyProducersAndConsumers", manyProducersAndConsumers},
 		{"PauseResume", pauseResume},
+		{"SlowConsumer", slowConsumer},
 		{"Unreachable", unreachable},
 		{"RereadHoldsWhatNoConsumerTook", rereadHolds},
 		{"CapabilitiesAsDeclared", capabilitiesAsDeclared},
@@ -443,6 +444,53 @@ func capabilitiesAsDeclared(t *testing.T, tg Target) {
 	got := newReceived()
 	subscribe(ctx, t, d, topic, topic+"-late", got)
 	waitFor(t, tg.Bound, "a subscription made after the messages were sent replays them all", func() bool { return got.distinct() == n })
+}
+
+// slowConsumer: a consumer whose ConsumeFunc blocks for a processing
+// time on each message (a workload's consumerProcessingTime) is called
+// for the next message only after the call returns, and still gets every
+// message exactly once: its connection stays alive meanwhile and what it
+// has not yet taken waits for it.
+func slowConsumer(t *testing.T, tg Target) {
+	const n, each = 100, 20 * time.Millisecond
+	d := Connect(t, tg)
+	topic, _ := newTopic(t, tg, d)
+	ctx, cancel := context.WithTimeout(context.Background(), tg.Bound)
+	defer cancel()
+	got := newReceived()
+	var busy, overlapped atomic.Int32
+	slow := func(m *driver.Delivery) {
+		if busy.Add(1) > 1 {
+			overlapped.Add(1)
+		}
+		got.fn(m)
+		time.Sleep(each)
+		busy.Add(-1)
+	}
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: topic + "-slow", Start: driver.StartEarliest}, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	produceAll(ctx, t, d, topic, n)
+	waitFor(t, tg.Bound, "every message delivered to the slow consumer", func() bool { return got.distinct() == n })
+	if took := time.Since(start); took < (n-1)*each {
+		t.Errorf("%d messages of %s each took %s: the consumer took messages before it returned", n, each, took)
+	}
+	if o := overlapped.Load(); o > 0 {
+		t.Errorf("%d calls of the ConsumeFunc overlapped another", o)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for i, k := range got.count {
+		if k != 1 {
+			t.Errorf("message %d delivered %d times", i, k)
+		}
+	}
 }
 
 // produceAll sends messages 0 to n-1 to topic with one producer whose
