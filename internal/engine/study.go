@@ -262,6 +262,14 @@ func WriteReport(in *report.Input, out string) (*report.Written, error) {
 func checkStudy(s *workload.Study, runs []study.Run, tgt *Target) error {
 	var errs []error
 	ids := report.ColumnIDs()
+	for _, p := range s.Sweep {
+		ids = append(ids, p.Name)
+	}
+	for _, st := range s.Setups {
+		for _, p := range st.Sweep {
+			ids = append(ids, p.Name)
+		}
+	}
 	for _, c := range s.Columns {
 		if !slices.Contains(ids, c) {
 			errs = append(errs, &workload.FieldError{File: s.Source, Line: s.ColumnsLine, Field: "columns",
