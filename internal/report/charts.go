@@ -33,12 +33,15 @@ type Chart struct {
 	Plot *Plot
 }
 
-// Plot is a line chart's data: its axes, lines and fault markers.
+// Plot is a line chart's data: its axes, lines and markers.
 type Plot struct {
-	XLabel string       `json:"xLabel"`
-	YLabel string       `json:"yLabel"`
-	LogX   bool         `json:"logX,omitempty"`
-	LogY   bool         `json:"logY,omitempty"`
+	XLabel string `json:"xLabel"`
+	YLabel string `json:"yLabel"`
+	LogX   bool   `json:"logX,omitempty"`
+	LogY   bool   `json:"logY,omitempty"`
+	// XTicks, if set, name the points of a categorical x axis: x = i is
+	// XTicks[i] (a broker release, a run).
+	XTicks []string     `json:"xTicks,omitempty"`
 	Series []PlotSeries `json:"series"`
 	Marks  []PlotMark   `json:"marks,omitempty"`
 }
@@ -50,7 +53,8 @@ type PlotSeries struct {
 	Y     []float64 `json:"y"`
 }
 
-// PlotMark is a vertical marker: a fault at a time.
+// PlotMark is a vertical marker: a fault at a time, a change point at a
+// run.
 type PlotMark struct {
 	At    float64 `json:"at"`
 	Label string  `json:"label"`
@@ -58,8 +62,8 @@ type PlotMark struct {
 
 // newPlot returns the data of a chart drawn from ss (labels as the chart
 // shows them) and marks.
-func newPlot(xLabel, yLabel string, logX, logY bool, ss []series, marks []faultMark) *Plot {
-	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: logX, LogY: logY}
+func newPlot(xLabel, yLabel string, ax axes, ss []series, marks []faultMark) *Plot {
+	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: ax.logX, LogY: ax.logY, XTicks: ax.xTicks}
 	for _, s := range ss {
 		ps := PlotSeries{Label: s.label}
 		for _, pt := range s.xy {
@@ -117,14 +121,31 @@ func shortenLabels(ss []series) {
 	}
 }
 
-// render draws the series as lines with points and returns the SVG.
-// faultMark is a vertical marker at a fault's time on a time chart.
+// faultMark is a vertical marker at a fault's time on a time chart, or
+// at a change point's run on a history chart.
 type faultMark struct {
 	at    float64
 	label string
 }
 
-func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ...faultMark) ([]byte, error) {
+// axes are a chart's scales: logarithmic, or a categorical x axis whose
+// point i is named xTicks[i].
+type axes struct {
+	logX, logY bool
+	xTicks     []string
+}
+
+// markKey is how the legend names the markers.
+func (m faultMark) key() string {
+	if strings.HasPrefix(m.label, "change") {
+		return m.label
+	}
+	return "fault: " + m.label
+}
+
+// render draws the series as lines with points and returns the SVG.
+func render(title, xLabel, yLabel string, ax axes, ss []series, marks ...faultMark) ([]byte, error) {
+	logX, logY := ax.logX, ax.logY
 	shortenLabels(ss)
 	p := plot.New()
 	p.Title.Text = title
@@ -139,6 +160,10 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ..
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if ax.xTicks != nil {
+		p.X.Tick.Marker = categoryTicks(ax.xTicks)
+		p.X.Min, p.X.Max = -0.5, float64(len(ax.xTicks))-0.5
 	}
 	for i, s := range ss {
 		if len(s.xy) == 0 {
@@ -188,7 +213,7 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ..
 			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 			p.Add(line)
 			if i == 0 || m.label != marks[i-1].label {
-				entries = append(entries, legendEntry{"fault: " + m.label, line})
+				entries = append(entries, legendEntry{m.key(), line})
 			}
 		}
 	}
@@ -324,8 +349,8 @@ func (in *Input) timeSeries(name, title, yLabel string, value func(iv results.In
 	}
 	const xLabel = "time since producing started (s)"
 	marks := in.faultMarks()
-	svg, err := render(title, xLabel, yLabel, false, false, ss, marks...)
-	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, false, false, ss, marks)}, err
+	svg, err := render(title, xLabel, yLabel, axes{}, ss, marks...)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, axes{}, ss, marks)}, err
 }
 
 // faultMarks are the fault events of every run, as chart markers.
@@ -370,8 +395,8 @@ func (in *Input) percentileChart(name, title string, encoded func(r *results.Run
 		return Chart{}, false, nil
 	}
 	const xLabel, yLabel = "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99, 1000 = p99.9", "latency (ms)"
-	svg, err := render(title, xLabel, yLabel, true, true, ss)
-	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, true, true, ss, nil),
+	svg, err := render(title, xLabel, yLabel, axes{logX: true, logY: true}, ss)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, axes{logX: true, logY: true}, ss, nil),
 		Caption: "Each line is one run's measured latency distribution, read from its HdrHistogram."}, true, err
 }
 
@@ -414,7 +439,7 @@ func (in *Input) sweepCharts() ([]Chart, error) {
 			ss = append(ss, *s)
 		}
 		title := "Throughput by " + name
-		svg, err := render(title, name, "msgs/s (median, range as bars)", true, false, ss)
+		svg, err := render(title, name, "msgs/s (median, range as bars)", axes{logX: true}, ss)
 		if err != nil {
 			return nil, err
 		}
@@ -473,6 +498,11 @@ func (in *Input) Charts() ([]Chart, error) {
 		return nil, err
 	}
 	charts = append(charts, sweeps...)
+	releases, err := in.releaseCharts()
+	if err != nil {
+		return nil, err
+	}
+	charts = append(charts, releases...)
 	nan := math.NaN()
 	latency := func(pick func(iv results.Interval) metrics.Latency, q func(l metrics.Latency) float64) func(iv results.Interval) float64 {
 		return func(iv results.Interval) float64 {
@@ -622,8 +652,8 @@ func (in *Input) brokerChart(name string, keys []string) (Chart, error) {
 	title := "Broker metric " + name
 	const xLabel = "time since producing started (s)"
 	marks := in.faultMarks()
-	svg, err := render(title, xLabel, unit, false, false, ss, marks...)
-	return Chart{Name: "broker-" + chartFileName(name), Title: title, SVG: svg, Plot: newPlot(xLabel, unit, false, false, ss, marks),
+	svg, err := render(title, xLabel, unit, axes{}, ss, marks...)
+	return Chart{Name: "broker-" + chartFileName(name), Title: title, SVG: svg, Plot: newPlot(xLabel, unit, axes{}, ss, marks),
 		Caption: "The brokers' own figures, read at the end of each interval, summed over nodes."}, err
 }
 
