@@ -2,6 +2,7 @@ package history
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -200,4 +201,28 @@ func Diff(a, b *Record) []Difference {
 		add("setting "+k, x, y)
 	}
 	return out
+}
+
+// OfBenchmark returns the records of the benchmark whose hash is id or
+// starts with it, oldest first; an error when no benchmark or several
+// match.
+func (c *Contents) OfBenchmark(id string) ([]Record, error) {
+	if id == "" {
+		return nil, errors.New("no benchmark named: give its hash, as 'history trend' and 'history check' print it")
+	}
+	matched := map[string]bool{}
+	var out []Record
+	for _, r := range c.Select(Filter{}) {
+		if strings.HasPrefix(r.Benchmark, id) {
+			matched[r.Benchmark] = true
+			out = append(out, r)
+		}
+	}
+	switch len(matched) {
+	case 0:
+		return nil, fmt.Errorf("no run of a benchmark %q in the history ('history trend METRIC --workload W' prints each series' benchmark)", id)
+	case 1:
+		return out, nil
+	}
+	return nil, fmt.Errorf("%q names %d benchmarks (%s): give more of its characters", id, len(matched), strings.Join(slices.Sorted(maps.Keys(matched)), ", "))
 }
