@@ -33,9 +33,11 @@ studies: build
 # CI's share of the studies: the plan of every built-in study, and at smoke
 # scale (one short run per setup, faults played out) those that
 # TestBuiltInStudiesSmoke (internal/cli) cannot run on its one Kafka broker:
-# faults and secured setups on local clusters, and other brokers (the demo
-# study runs in make demo; make studies runs them all at quick scale).
-CI_STUDIES := resilience kafka-security broker-comparison tanzu-rabbitmq
+# faults, secured setups and Kafka releases on local clusters, and other
+# brokers (the demo study runs in make demo; make studies runs them all at
+# quick scale). kafka-versions starts a broker of each of its 7 releases:
+# about 8 minutes on 2 shared cores.
+CI_STUDIES := resilience kafka-security kafka-versions broker-comparison tanzu-rabbitmq
 studies-ci: build
 	@for s in studies/*.yaml; do \
 	  $(BIN) study $$s --list >/dev/null || { echo "study $$s: its plan fails"; exit 1; }; \

@@ -183,6 +183,8 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	switch {
 	case len(w.Faults) > 0 && !target.Local:
 		r.Skip = fmt.Sprintf("workload %q has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker", w.Name)
+	case setup.BrokerVersion != "" && !target.Local:
+		r.Skip = fmt.Sprintf("setup %q runs broker release %s on a local cluster brokerbench starts: leave out --broker", setup.Name, setup.BrokerVersion)
 	case setup.Network != nil && !target.Local:
 		r.Skip = fmt.Sprintf("setup %q shapes the network (%s) between the nodes of a local cluster brokerbench starts: leave out --broker", setup.Name, setup.Network)
 	case setup.Needs == "network" && setup.Network == nil:

@@ -363,7 +363,7 @@ sweep: {brokerVersion: [3.8.1, 4.3.1], messageSize: [100, 1024]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := Plan(s, Smoke, Target{Brokers: 1})
+	runs, err := Plan(s, Smoke, Target{Brokers: 1, Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,11 @@ sweep: {brokerVersion: [3.8.1, 4.3.1], messageSize: [100, 1024]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if runs, err := Plan(one, Quick, Target{Brokers: 1}); err != nil || runs[0].Setup.BrokerVersion != "3.9.1" {
-		t.Errorf("setup's release: %v, %v", runs, err)
+	if runs, err := Plan(one, Quick, Target{Brokers: 1, Local: true}); err != nil || runs[0].Setup.BrokerVersion != "3.9.1" || runs[0].Skip != "" {
+		t.Errorf("setup's release: %+v, %v", runs, err)
+	}
+	// A cluster given by address runs the release it runs.
+	if runs, err := Plan(one, Quick, Target{Brokers: 1}); err != nil || !strings.Contains(runs[0].Skip, "leave out --broker") {
+		t.Errorf("a release on a cluster given by address: %+v, %v; want it skipped", runs, err)
 	}
 }
