@@ -123,6 +123,7 @@ fuzz:
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzAuthParams$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/local -run '^$$' -fuzz '^FuzzCheckRelease$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube/kubeapi -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

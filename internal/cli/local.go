@@ -163,7 +163,7 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 		},
 	}
 	up.Flags().BoolVar(&f.Replace, "replace", f.Replace, "replace a recorded cluster of another shape, running or stopped, deleting its data")
-	up.Flags().StringVar(&f.Version, "version", f.Version, "the broker release to install and run, each beside the others in the cache (Kafka: 3.7.0 or newer; default: the release brokerbench pins, 'brokerbench version' says which)")
+	up.Flags().StringVar(&f.Version, "version", f.Version, "the broker release to install and run, each beside the others in the cache (Kafka 3.7.0 or newer, from Maven Central; nats-server 2.10.0 or newer, built from the Go module proxy; default: the release brokerbench pins)")
 	return up
 }
 

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -27,10 +25,8 @@ const Version = "4.3.1"
 // oldestRelease is the oldest Kafka release a local cluster runs: the
 // config brokerbench writes (KRaft with a static controller quorum,
 // SCRAM users added when the storage is formatted) was checked to start
-// 3.7.2, 3.8.1, 3.9.1, 4.0.1, 4.1.1, 4.2.0 and 4.3.1.
-var oldestRelease = [2]int{3, 7}
-
-var releaseRE = regexp.MustCompile(`^(\d+)\.(\d+)\.\d+$`)
+// 3.7.2, 3.8.1, 3.9.1, 4.0.0, 4.1.1, 4.2.0 and 4.3.1.
+const oldestRelease = "3.7"
 
 // log4jVersion is the log4j2 binding matching Kafka's slf4j 1.7 API.
 const log4jVersion = "2.24.3"
@@ -89,14 +85,8 @@ func (k Kind) Version() string {
 // that Maven Central serves ("3.9.1"); whether it does is known when it
 // is installed.
 func (k Kind) Release(version string) (local.Kind, error) {
-	m := releaseRE.FindStringSubmatch(version)
-	if m == nil {
-		return nil, fmt.Errorf("Kafka release %q: want major.minor.patch, such as %s", version, Version)
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major < oldestRelease[0] || major == oldestRelease[0] && minor < oldestRelease[1] {
-		return nil, fmt.Errorf("Kafka release %s: brokerbench runs Kafka %d.%d.0 or newer (KRaft mode, without ZooKeeper)", version, oldestRelease[0], oldestRelease[1])
+	if err := local.CheckRelease("Kafka", version, oldestRelease, "in KRaft mode, without ZooKeeper"); err != nil {
+		return nil, err
 	}
 	k.ReleaseVersion = version
 	return k, nil
