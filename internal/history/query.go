@@ -16,7 +16,8 @@ import (
 // Filter selects records; its zero value selects all.
 type Filter struct {
 	// Workload and Broker match the names exactly; Version is the broker
-	// version or its start ("4.1" matches "4.1.0").
+	// version or its start, or the start of one of its words ("4.1" and
+	// "Apache Kafka 4" match "Apache Kafka 4.1.0").
 	Workload, Broker, Version string
 	// Since, if set, keeps the records of runs started at or after it.
 	Since time.Time
@@ -29,7 +30,7 @@ func (f Filter) Keep(r *Record) bool {
 	switch {
 	case f.Workload != "" && r.Workload != f.Workload,
 		f.Broker != "" && r.Broker != f.Broker,
-		f.Version != "" && !strings.HasPrefix(r.Env.BrokerVersion, f.Version),
+		f.Version != "" && !versionMatches(r.Env.BrokerVersion, f.Version),
 		!f.Since.IsZero() && r.Time.Before(f.Since):
 		return false
 	}
@@ -39,6 +40,12 @@ func (f Filter) Keep(r *Record) bool {
 		}
 	}
 	return true
+}
+
+// versionMatches reports whether the broker version have starts with
+// want, or one of its words does.
+func versionMatches(have, want string) bool {
+	return strings.HasPrefix(have, want) || slices.ContainsFunc(strings.Fields(have), func(w string) bool { return strings.HasPrefix(w, want) })
 }
 
 // Select returns the records passing f, oldest first (ties by id).
