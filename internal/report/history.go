@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -167,11 +168,7 @@ func runTicks(runs []history.Record) []string {
 	for i, r := range runs {
 		ticks[i] = r.Time.Format("01-02 15:04")
 		if len(releases) > 1 {
-			f := strings.Fields(r.Env.BrokerVersion)
-			ticks[i] = "?"
-			if len(f) > 0 {
-				ticks[i] = f[len(f)-1]
-			}
+			ticks[i] = cmp.Or(releaseName(r.Env.BrokerVersion), "?")
 		}
 	}
 	return ticks

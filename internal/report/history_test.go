@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +112,37 @@ func TestHistoryPageInChromium(t *testing.T) {
 	}
 	consoleErrors(t, logs)
 	screenshot(t, run, "history.png")
+}
+
+// TestReleaseCharts: runs on several releases are charted against the
+// release, oldest first by number (3.10 after 3.9), named by the release
+// alone; runs on one release have no such chart.
+func TestReleaseCharts(t *testing.T) {
+	if got := releaseName("Apache Kafka 3.9.1"); got != "3.9.1" {
+		t.Errorf("releaseName: %q", got)
+	}
+	versions := []string{"Apache Kafka 4.0.0", "Apache Kafka 3.10.0", "Apache Kafka 3.9.1"}
+	slices.SortFunc(versions, compareReleases)
+	if want := []string{"Apache Kafka 3.9.1", "Apache Kafka 3.10.0", "Apache Kafka 4.0.0"}; !slices.Equal(versions, want) {
+		t.Errorf("sorted %v, want %v", versions, want)
+	}
+	in, err := Load([]string{fixtureStudy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if charts, err := in.releaseCharts(); err != nil || len(charts) != 0 {
+		t.Fatalf("one release: %d charts, %v", len(charts), err)
+	}
+	for i, g := range in.Groups {
+		for _, r := range g.Runs {
+			r.Environment.BrokerVersion = versions[i%2]
+		}
+	}
+	charts, err := in.releaseCharts()
+	if err != nil || len(charts) != 3 {
+		t.Fatalf("two releases: %d charts, %v", len(charts), err)
+	}
+	if p := charts[0].Plot; !slices.Equal(p.XTicks, []string{"3.9.1", "3.10.0"}) || len(p.Series) == 0 {
+		t.Errorf("throughput by release: %+v", p)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -76,7 +77,11 @@ func (in *Input) releaseCharts() ([]Chart, error) {
 			sortSeries(lines[k])
 			ss = append(ss, *lines[k])
 		}
-		ax := axes{xTicks: releases}
+		names := make([]string, len(releases))
+		for i, r := range releases {
+			names[i] = releaseName(r)
+		}
+		ax := axes{xTicks: names}
 		svg, err := render(f.title, "broker release", f.unit, ax, ss)
 		if err != nil {
 			return nil, err
@@ -88,6 +93,18 @@ func (in *Input) releaseCharts() ([]Chart, error) {
 }
 
 var releaseNumbers = regexp.MustCompile(`\d+`)
+
+// releaseName is a broker version as an axis names it: its first word
+// that starts with a digit ("3.9.1" of "Apache Kafka 3.9.1"), else all of
+// it.
+func releaseName(version string) string {
+	for _, w := range strings.Fields(version) {
+		if w[0] >= '0' && w[0] <= '9' {
+			return w
+		}
+	}
+	return version
+}
 
 // compareReleases orders broker versions ("Apache Kafka 3.9.1") by their
 // numbers, part by part: 3.10.0 after 3.9.1.
