@@ -40,9 +40,11 @@ studies: build
 # CI's share of the studies: the plan of every built-in study, and at smoke
 # scale (one short run per setup, faults played out) those that
 # TestBuiltInStudiesSmoke (internal/cli) cannot run on its one Kafka broker:
-# faults and secured setups on local clusters, and other brokers (the demo
-# study runs in make demo; make studies runs them all at quick scale).
-CI_STUDIES := resilience kafka-security broker-comparison tanzu-rabbitmq
+# faults, secured setups and Kafka releases on local clusters, and other
+# brokers (the demo study runs in make demo; make studies runs them all at
+# quick scale). kafka-versions starts a broker of each of its 7 releases:
+# about 8 minutes on 2 shared cores.
+CI_STUDIES := resilience kafka-security kafka-versions broker-comparison tanzu-rabbitmq
 studies-ci: build
 	@for s in studies/*.yaml; do \
 	  $(BIN) study $$s --list >/dev/null || { echo "study $$s: its plan fails"; exit 1; }; \
@@ -128,6 +130,7 @@ fuzz:
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzAuthParams$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/local -run '^$$' -fuzz '^FuzzCheckRelease$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube/kubeapi -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

@@ -88,7 +88,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer cl.Close()
-	e := &env{bin: dir, addr: st.Address(), lib: kafka.LibDir(k.CacheDir), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
+	e := &env{bin: dir, addr: st.Address(), lib: kafka.LibDir(k.CacheDir, st.Version), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
 
 	var all []measurement
 	for _, size := range o.Sizes {

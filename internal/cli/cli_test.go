@@ -232,10 +232,11 @@ func TestBuiltInStudiesSmoke(t *testing.T) {
 	}
 	for _, f := range files {
 		switch filepath.Base(f) {
-		case "demo.yaml", "resilience.yaml", "kafka-security.yaml":
+		case "demo.yaml", "resilience.yaml", "kafka-security.yaml", "kafka-versions.yaml":
 			// make demo runs the first, make studies the others: faults
-			// need local clusters, and secured setups the credentials of
-			// a local cluster, not the one plain Kafka broker given here.
+			// need local clusters, secured setups the credentials of a
+			// local cluster, and releases a local cluster of each, not
+			// the one plain Kafka broker given here.
 			continue
 		}
 		if otherBrokers(t, f) {

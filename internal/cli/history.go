@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/brokerbench/brokerbench/internal/history"
+	"github.com/brokerbench/brokerbench/internal/report"
+	"github.com/brokerbench/brokerbench/internal/sysinfo"
 )
 
 // historyFlags are the flags of the commands whose runs are recorded in
@@ -46,7 +48,7 @@ func newHistoryCmd(io IO) *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "The runs brokerbench remembers: list, show, trend, compare, import, and check for regressions",
+		Short: "The runs brokerbench remembers: list, show, trend, compare, import, check for regressions, and report",
 		Long: `Every run and every run of a study is recorded in the history once its
 results file is written: its id, time, labels, what it benchmarked (the
 workload's settings hashed, the driver's settings), what it ran on (broker
@@ -88,7 +90,7 @@ duplicated, ...; clientCpu, brokerCpu, otherCpu; maxRate.`,
 		return c, nil
 	}
 	cmd.AddCommand(newHistoryListCmd(io, read), newHistoryShowCmd(io, read), newHistoryTrendCmd(io, read),
-		newHistoryCompareCmd(io, read), newHistoryImportCmd(io, open), newHistoryCheckCmd(io, read))
+		newHistoryCompareCmd(io, read), newHistoryImportCmd(io, open), newHistoryCheckCmd(io, read), newHistoryReportCmd(io, read))
 	return cmd
 }
 
@@ -325,5 +327,52 @@ Exit codes: 0 no regression beyond --threshold, 8 a regression beyond it
 	fl.Float64Var(&o.Threshold, "threshold", o.Threshold, "smallest relative shift of a regression that fails the check (0.05: 5%)")
 	fl.BoolVar(&o.AllRuns, "all-runs", o.AllRuns, "also check runs whose verdict is interrupted, failed, disturbed or load-generator-bound (on a shared CI machine)")
 	fl.Uint64Var(&o.Detect.Seed, "seed", 0, "seed of the permutation test's shuffles")
+	return cmd
+}
+
+func newHistoryReportCmd(io IO, read readHistory) *cobra.Command {
+	var benchmark, out string
+	o := report.HistoryOptions{Threshold: history.DefaultThreshold}
+	cmd := &cobra.Command{
+		Use:   "report --benchmark ID",
+		Short: "Write one benchmark's history as an HTML page: each figure run by run, change points marked and explained",
+		Long: `report writes the history of one benchmark (its hash, or the first
+characters of it, as 'history trend' and 'history check' print it) as one
+HTML page that opens offline: for each series (a number of nodes) and each
+metric, the values run by run, oldest first, named by broker release when
+the runs span several, drawn as interactive charts (zoom, hover); the
+change points 'history check' finds are marked, and beside each chart are
+the shift and what changed between the runs on either side; then the runs.
+Runs whose verdict is interrupted, failed, disturbed or load-generator-bound
+are left out unless --all-runs.`,
+		Example: `  brokerbench history report --benchmark 68c325a56e2a --out history.html
+  brokerbench history report --benchmark 68c3 --metric publishRate,e2e.p99 --all-runs`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if o.Threshold < 0 {
+				return usageError{errors.New("--threshold must not be negative")}
+			}
+			c, err := read()
+			if err != nil {
+				return err
+			}
+			recs, err := c.OfBenchmark(benchmark)
+			if err != nil {
+				return usageError{err}
+			}
+			if err := report.WriteHistory(recs, o, out, sysinfo.Version); err != nil {
+				return err
+			}
+			fmt.Fprintf(io.Out, "wrote %s: %d run(s) of benchmark %s\n", out, len(recs), recs[0].Benchmark)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&benchmark, "benchmark", "", "the benchmark: its hash, or its first characters")
+	fl.StringVarP(&out, "out", "o", "history.html", "the HTML page to write")
+	fl.StringSliceVar(&o.Metrics, "metric", nil, "metrics to chart and check, comma-separated or repeated (default "+strings.Join(history.DefaultCheckMetrics, ",")+")")
+	fl.Float64Var(&o.Threshold, "threshold", o.Threshold, "smallest relative shift of a change for the worse marked a regression (0.05: 5%)")
+	fl.BoolVar(&o.AllRuns, "all-runs", o.AllRuns, "also chart runs whose verdict is interrupted, failed, disturbed or load-generator-bound (on a shared CI machine)")
+	_ = cmd.MarkFlagRequired("benchmark")
 	return cmd
 }

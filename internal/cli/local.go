@@ -132,7 +132,8 @@ func newLocalUpCmd(io IO, f *engine.LocalOptions, cluster clusterOf) *cobra.Comm
 few seconds what it waits for. It runs until 'local down'; runs that need
 no more than it offers use it as it is and leave it running.
 
-A cluster of the same shape (brokers, controllers, links, listeners)
+A cluster of the same shape (brokers, controllers, links, listeners,
+release)
 already recorded is used again: as it is if it runs, else started again
 with its data. A cluster of another shape that 'up' started is kept, and
 up stops saying what it is, unless --replace is given: replacing it
@@ -162,6 +163,7 @@ deletes its data. A cluster a run started and left behind is replaced.`,
 		},
 	}
 	up.Flags().BoolVar(&f.Replace, "replace", f.Replace, "replace a recorded cluster of another shape, running or stopped, deleting its data")
+	up.Flags().StringVar(&f.Version, "version", f.Version, "the broker release to install and run, each beside the others in the cache (Kafka 3.7.0 or newer, from Maven Central; nats-server 2.10.0 or newer, built from the Go module proxy; default: the release brokerbench pins)")
 	return up
 }
 

@@ -72,6 +72,7 @@ measures).`,
 	addWorkers(fl, &o.Workers)
 	fl.IntVar(&o.Local.Brokers, "local-brokers", o.Local.Brokers, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", engine.MaxLocalBrokers))
 	fl.BoolVar(&o.Local.Links, "local-links", o.Local.Links, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
+	fl.StringVar(&o.Local.Version, "local-version", o.Local.Version, "broker release of the local cluster used when no broker address is given (Kafka 3.7.0 or newer, nats-server 2.10.0 or newer; default: a running cluster of any release, used as it is; else the release brokerbench pins)")
 	return cmd
 }
 

@@ -111,7 +111,7 @@ func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 	if code != ExitInvalidInput {
 		t.Fatalf("local up over the stopped cluster: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"(1 broker, serving plaintext; stopped, started by 'local up') is not the one asked for (3 brokers",
+	for _, want := range []string{"(1 broker, serving plaintext, release " + kafka.Version + "; stopped, started by 'local up') is not the one asked for (3 brokers",
 		"would delete this one and its data", "nothing was changed", "'brokerbench local up kafka --port 39702'", "add --replace"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("local up: stderr lacks %q:\n%s", want, stderr)
@@ -180,5 +180,25 @@ func TestRunUsesTheRunningLocalCluster(t *testing.T) {
 	after := kafka.NewLocal(39703, 1).Status()
 	if !after.Running || after.Nodes[0].PID != before.Nodes[0].PID || after.StartedBy != local.StartedByUser {
 		t.Errorf("the broker was restarted or stopped, or is no longer the user's: before %+v, after %+v", before.Nodes, after)
+	}
+}
+
+// TestLocalUpRefusesReleases: a release brokerbench does not run is
+// refused before anything is installed or started, saying which it runs.
+func TestLocalUpRefusesReleases(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ kind, version, want string }{
+		{"kafka", "3.6.2", "Kafka 3.7.0 or newer"},
+		{"kafka", "latest", "want major.minor.patch"},
+		{"nats", "2.9.25", "nats-server 2.10.0 or newer"},
+		{"redis", "7.0.0", "brokerbench runs Redis"},
+	} {
+		code, _, stderr := execute("local", "up", tc.kind, "--version", tc.version, "--state-dir", dir)
+		if code != ExitInvalidInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("local up %s --version %s: exit %d, %s; want exit %d saying %q", tc.kind, tc.version, code, stderr, ExitInvalidInput, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("local up %s --version %s wrote %d files", tc.kind, tc.version, len(entries))
+		}
 	}
 }

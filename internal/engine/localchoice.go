@@ -67,6 +67,8 @@ func misfit(st local.Status, need localNeed) string {
 		return fmt.Sprintf("has %s; %s asks for %d", plural(st.Brokers, "broker"), need.why, need.brokers)
 	case !need.exact && st.Brokers < need.brokers:
 		return fmt.Sprintf("has %s; %s needs at least %d", plural(st.Brokers, "broker"), need.why, need.brokers)
+	case need.version != "" && st.Version != need.version:
+		return fmt.Sprintf("runs release %s; %s asks for %s", st.Version, need.versionWhy(), need.version)
 	case need.links && st.LinkProxy == nil:
 		return "does not carry its links through the link proxy, which the runs' network or link faults need"
 	case need.strict && !need.links && st.LinkProxy != nil:
@@ -81,13 +83,14 @@ func misfit(st local.Status, need localNeed) string {
 // shape runs that need need would start, so that starting it keeps it and
 // its data.
 func sameShape(st local.Status, need localNeed) bool {
-	return st.Brokers == need.brokers && st.Controllers == 0 && (st.LinkProxy != nil) == need.links && len(st.Endpoints(need.listener)) > 0
+	return st.Brokers == need.brokers && st.Controllers == 0 && (st.LinkProxy != nil) == need.links && len(st.Endpoints(need.listener)) > 0 &&
+		(st.Version == "" || need.release == "" || st.Version == need.release)
 }
 
 // neededShape describes the cluster runs that need need would start in
 // place of the one st describes.
 func neededShape(st local.Status, need localNeed) local.Shape {
-	s := local.Shape{Brokers: need.brokers, Links: need.links}
+	s := local.Shape{Brokers: need.brokers, Links: need.links, Version: need.release}
 	if len(st.Endpoints(need.listener)) > 0 {
 		s.Listeners = st.Listeners
 	}
@@ -123,6 +126,9 @@ func fitCommand(st local.Status, need localNeed) string {
 		s.Brokers = need.brokers
 	}
 	s.Links = s.Links || need.links
+	if need.version != "" {
+		s.Version = need.version
+	}
 	if need.strict && !need.links {
 		s.Links = false
 	}
@@ -157,6 +163,9 @@ func UpFlags(kind, stateDir string, s local.Shape) string {
 	if c, err := brokers.NewLocal(kind, 0, 1); err == nil {
 		if sec, ok := c.Kind.(local.Securer); ok && len(s.Listeners) > 0 && !slices.Equal(s.Listeners, sec.Listeners()[:1]) {
 			args = append(args, "--security", strings.Join(s.Listeners, ","))
+		}
+		if s.Version != "" && s.Version != c.Kind.Version() {
+			args = append(args, "--version", s.Version)
 		}
 	}
 	return strings.Join(append(args, whereFlags(kind, stateDir)...), " ")

@@ -39,6 +39,8 @@ type LocalOptions struct {
 	Replace bool
 	// Security lists the client listeners the brokers serve.
 	Security []string
+	// Version is the broker release to run; empty: the kind's own.
+	Version string
 }
 
 // DefaultLocalOptions are the options of the 'local' commands the user
@@ -105,6 +107,9 @@ func (o *LocalOptions) Cluster(log io.Writer) (*local.Cluster, error) {
 	}
 	if o.HeapMB != 0 {
 		c.HeapMB = o.HeapMB
+	}
+	if c.Kind, err = local.WithRelease(c.Kind, o.Version); err != nil {
+		return nil, badInputf("--version: %w", err)
 	}
 	c.Controllers = o.Controllers
 	c.Links = o.Links

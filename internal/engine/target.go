@@ -45,6 +45,10 @@ type Target struct {
 	exact bool
 	rf    int
 	setup string
+	// version is the broker release the next runs ask for; empty: any
+	// release serves a cluster used as it is, and one started runs the
+	// kind's own.
+	version string
 	// fresh: the cluster was just started and has not been warmed up.
 	fresh bool
 	// network shapes the local cluster's links; nil: none.
@@ -94,7 +98,7 @@ func newTarget(io IO, broker string, local LocalOptions) *Target {
 // links pass through the link proxy when network is set or w has link
 // faults.
 func (t *Target) wantCluster(brokers int, network *workload.Network, w *workload.Workload) {
-	t.size, t.exact, t.rf, t.setup = brokers, brokers > 0, w.ReplicationFactor, ""
+	t.size, t.exact, t.rf, t.setup, t.version = brokers, brokers > 0, w.ReplicationFactor, "", t.local.Version
 	t.network = network
 	t.local.Links = network != nil || w.NeedsLinks()
 }
@@ -104,6 +108,9 @@ func (t *Target) wantCluster(brokers int, network *workload.Network, w *workload
 func (t *Target) wantSetup(s workload.Setup, w *workload.Workload) {
 	t.wantCluster(max(1, s.Brokers), s.Network, w)
 	t.setup = s.Name
+	if s.BrokerVersion != "" {
+		t.version = s.BrokerVersion
+	}
 }
 
 // localNeed is what the next runs need of a local cluster.
@@ -121,6 +128,10 @@ type localNeed struct {
 	links, strict bool
 	// listener is the client listener the driver connects to.
 	listener string
+	// version is the broker release asked for (empty: any); release the
+	// one a cluster started for the runs runs (version, else the kind's
+	// own).
+	version, release string
 	// replace: a cluster that does not fit may be replaced, whoever
 	// started it (--replace).
 	replace bool
@@ -128,13 +139,34 @@ type localNeed struct {
 	self int
 }
 
+// versionWhy says who asks for need.version: a study setup, or
+// --local-version.
+func (n localNeed) versionWhy() string {
+	if n.strict {
+		return strings.TrimPrefix(n.why, "the ")
+	}
+	return "--local-version"
+}
+
 // need returns what runs of a driver for dc need of the local cluster.
 func (t *Target) need(dc *workload.DriverConfig) (localNeed, error) {
 	reg, _ := brokers.Lookup(dc.Name)
-	n := localNeed{kind: t.localKind(dc), links: t.local.Links, strict: t.setup != "", replace: t.local.Replace, self: os.Getpid()}
+	n := localNeed{kind: t.localKind(dc), links: t.local.Links, strict: t.setup != "", replace: t.local.Replace, self: os.Getpid(), version: t.version}
 	if reg.LocalListener != nil {
 		n.listener = reg.LocalListener(dc)
 	}
+	c, err := brokers.NewLocal(n.kind, 0, 1)
+	if err != nil {
+		return n, err
+	}
+	kind, err := local.WithRelease(c.Kind, n.version)
+	if err != nil {
+		if t.setup != "" {
+			err = fmt.Errorf("setup %q: %w", t.setup, err)
+		}
+		return n, err
+	}
+	n.release = kind.Version()
 	rf := t.rf
 	if rf == 0 {
 		rf = dc.ReplicationFactor
@@ -169,7 +201,7 @@ func (t *Target) checkLocal(dc *workload.DriverConfig) error {
 		return badInput(err)
 	}
 	flags := t.local
-	flags.Kind, flags.Brokers = need.kind, need.brokers
+	flags.Kind, flags.Brokers, flags.Version = need.kind, need.brokers, need.release
 	c, err := flags.Cluster(nil)
 	if err != nil {
 		return badInput(err)
@@ -190,7 +222,8 @@ func (t *Target) fits(need localNeed) bool {
 	if !t.started {
 		return misfit(t.status, need) == ""
 	}
-	return t.cluster.Brokers == need.brokers && t.cluster.Links == need.links && len(t.status.Endpoints(need.listener)) > 0
+	return t.cluster.Brokers == need.brokers && t.cluster.Links == need.links && len(t.status.Endpoints(need.listener)) > 0 &&
+		t.status.Version == need.release
 }
 
 // driverOptions returns the endpoints a driver for dc should use (none:
@@ -254,7 +287,9 @@ func (t *Target) startCluster(ctx context.Context, need localNeed) error {
 		return failed(err)
 	}
 	t.local.Kind, t.local.Brokers = need.kind, need.brokers
-	c, err := t.local.Cluster(t.io.Err)
+	opts := t.local
+	opts.Version = need.release
+	c, err := opts.Cluster(t.io.Err)
 	if err != nil {
 		return badInput(err)
 	}

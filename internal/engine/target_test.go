@@ -77,7 +77,7 @@ func TestChooseLocal(t *testing.T) {
 		{"3 brokers 'local up' started, RF 3: used as is", recorded(3, true, user, 0), rf(3), true, nil},
 		{"3 brokers, RF 1: used as is", recorded(3, true, user, 0), rf(1), true, nil},
 		{"1 broker 'local up' started, RF 3: refused", recorded(1, true, user, 0), rf(3), false,
-			[]string{"(1 broker, serving plaintext; running, started by 'local up') cannot take these runs", "has 1 broker; the workload's replication factor 3 needs at least 3",
+			[]string{"(1 broker, serving plaintext, release 4.3.1; running, started by 'local up') cannot take these runs", "has 1 broker; the workload's replication factor 3 needs at least 3",
 				"'brokerbench local up kafka --brokers 3 --replace'", "add --replace", "--local-port"}},
 		{"1 broker, RF 3, --replace: replaced", recorded(1, true, user, 0), with(rf(3), func(n *localNeed) { n.replace = true }), false, nil},
 		{"--local-brokers 1 on 3 running: refused", recorded(3, true, user, 0), with(rf(1), func(n *localNeed) { n.exact, n.why = true, "--local-brokers 1" }), false,
@@ -104,7 +104,7 @@ func TestChooseLocal(t *testing.T) {
 		// The finding: a later 'local up rabbitmq' of one node replaced
 		// the stopped 3-node cluster; a run would have done the same.
 		{"stopped 3 brokers 'local up' started, RF 1: refused", recorded(3, false, user, 0), rf(1), false,
-			[]string{"(3 brokers, serving plaintext; stopped, started by 'local up')", "would delete it and its data", "'brokerbench local up kafka --brokers 3'"}},
+			[]string{"(3 brokers, serving plaintext, release 4.3.1; stopped, started by 'local up')", "would delete it and its data", "'brokerbench local up kafka --brokers 3'"}},
 		{"stopped, of the shape needed: started again with its data", recorded(3, false, user, 0), rf(3), false, nil},
 		{"stopped 1 broker, RF 3: refused", recorded(1, false, user, 0), rf(3), false, []string{"has 1 broker; the workload's replication factor 3 needs at least 3"}},
 		{"a record that does not say who started it: kept", recorded(1, true, "", 0), rf(3), false, []string{"did not record by whom"}},
@@ -114,6 +114,22 @@ func TestChooseLocal(t *testing.T) {
 		{"this process's own: reused or replaced", recorded(1, true, run, self), rf(3), false, nil},
 		{"another run in progress, even one that fits: refused", recorded(3, true, run, 4242), rf(1), false,
 			[]string{"started by a run in progress (pid 4242)) is in use", "--local-port", "--replace"}},
+		// Releases: a setup naming one takes only a cluster of it; runs
+		// that name none take a running cluster of any.
+		{"a setup's release, the cluster runs another: refused", recorded(1, true, user, 0),
+			with(rf(1), func(n *localNeed) {
+				n.exact, n.strict, n.why, n.version, n.release = true, true, `setup "old"`, "3.9.1", "3.9.1"
+			}), false,
+			[]string{`runs release 4.3.1; setup "old" asks for 3.9.1`, "'brokerbench local up kafka --version 3.9.1 --replace'"}},
+		{"--local-version of the running cluster: used as is", recorded(1, true, user, 0),
+			with(rf(1), func(n *localNeed) { n.version, n.release = "4.3.1", "4.3.1" }), true, nil},
+		{"no release asked, a running cluster of another: used as is", func() local.Status {
+			st := recorded(1, true, user, 0)
+			st.Version = "3.9.1"
+			return st
+		}(), rf(1), true, nil},
+		{"stopped, of the shape needed but another release: refused", recorded(1, false, user, 0),
+			with(rf(1), func(n *localNeed) { n.release = "3.9.1" }), false, []string{"is not the shape these runs would start (1 broker, serving plaintext, release 3.9.1)"}},
 		{"another run in progress, --replace: taken over", recorded(3, true, run, 4242), with(rf(1), func(n *localNeed) { n.replace = true }), false, nil},
 	} {
 		use, err := chooseLocal(tc.st, tc.need)

@@ -69,6 +69,19 @@ type Checked struct {
 	Short  []string
 }
 
+// Trusted returns the records whose verdict does not say their figures
+// describe something other than the broker (interrupted, failed,
+// disturbed, load-generator-bound).
+func Trusted(recs []Record) []Record {
+	var out []Record
+	for _, r := range recs {
+		if !untrusted[r.Verdict] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Check searches each series of recs (oldest first) for the runs at which
 // a metric changed level. Runs whose verdict says their figures describe
 // something else than the broker (interrupted, failed, disturbed,
@@ -78,11 +91,9 @@ func Check(recs []Record, o CheckOptions) (*Checked, error) {
 	if len(metrics) == 0 {
 		metrics = DefaultCheckMetrics
 	}
-	var trusted []Record
-	for _, r := range recs {
-		if o.AllRuns || !untrusted[r.Verdict] {
-			trusted = append(trusted, r)
-		}
+	trusted := recs
+	if !o.AllRuns {
+		trusted = Trusted(recs)
 	}
 	out := &Checked{}
 	for _, s := range Group(trusted) {
@@ -141,27 +152,12 @@ func explain(runs []Record, cp changepoint.ChangePoint) ([]Difference, int) {
 func (c *Checked) Report(w io.Writer, threshold float64) error {
 	regressions := 0
 	for _, ch := range c.Changes {
-		tag := ch.Effect.String()
 		if ch.Regression {
-			tag = "REGRESSION"
 			regressions++
 		}
-		fmt.Fprintf(w, "%s: %s %s %+.1f%% (%s -> %s, mean of %d runs -> %d runs), confidence %.1f%%\n",
-			ch.Title, ch.Metric, tag, 100*ch.RelativeShift, figure(ch.Before.Mean), figure(ch.After.Mean),
-			ch.Before.End-ch.Before.Start, ch.After.End-ch.After.Start, 100*ch.Confidence())
-		fmt.Fprintf(w, "  from run %s (%s), after run %s (%s)\n", ch.First.ID, ch.First.Time.Format("2006-01-02 15:04"), ch.Last.ID, ch.Last.Time.Format("2006-01-02 15:04"))
-		if len(ch.Changed) == 0 {
-			fmt.Fprintln(w, "  nothing recorded changed between these runs: the broker, the machine or the network changed unseen, or it is noise")
-		}
-		where := ""
-		switch {
-		case ch.Offset < 0:
-			where = fmt.Sprintf(" %d run(s) before the change point", -ch.Offset)
-		case ch.Offset > 0:
-			where = fmt.Sprintf(" %d run(s) after the change point", ch.Offset)
-		}
-		for _, d := range ch.Changed {
-			fmt.Fprintf(w, "  changed%s: %s %s -> %s\n", where, d.What, orNone(d.A), orNone(d.B))
+		fmt.Fprintf(w, "%s: %s %s\n", ch.Title, ch.Metric, ch.Shift())
+		for _, line := range ch.Explanation() {
+			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
 	for _, s := range c.Short {
@@ -172,6 +168,43 @@ func (c *Checked) Report(w io.Writer, threshold float64) error {
 		return fmt.Errorf("%w: %d change point(s) worse by %.0f%% or more", ErrRegression, regressions, 100*threshold)
 	}
 	return nil
+}
+
+// Tag is REGRESSION for a regression beyond the threshold, else the
+// change's effect ("regression", "improvement").
+func (ch *Change) Tag() string {
+	if ch.Regression {
+		return "REGRESSION"
+	}
+	return ch.Effect.String()
+}
+
+// Shift says how the metric changed: "REGRESSION +12.0% (10 -> 11.2,
+// mean of 6 runs -> 5 runs), confidence 99.5%".
+func (ch *Change) Shift() string {
+	return fmt.Sprintf("%s %+.1f%% (%s -> %s, mean of %d runs -> %d runs), confidence %.1f%%",
+		ch.Tag(), 100*ch.RelativeShift, figure(ch.Before.Mean), figure(ch.After.Mean),
+		ch.Before.End-ch.Before.Start, ch.After.End-ch.After.Start, 100*ch.Confidence())
+}
+
+// Explanation says between which runs the change is and what changed
+// there, a line each.
+func (ch *Change) Explanation() []string {
+	lines := []string{fmt.Sprintf("from run %s (%s), after run %s (%s)", ch.First.ID, ch.First.Time.Format("2006-01-02 15:04"), ch.Last.ID, ch.Last.Time.Format("2006-01-02 15:04"))}
+	if len(ch.Changed) == 0 {
+		lines = append(lines, "nothing recorded changed between these runs: the broker, the machine or the network changed unseen, or it is noise")
+	}
+	where := ""
+	switch {
+	case ch.Offset < 0:
+		where = fmt.Sprintf(" %d run(s) before the change point", -ch.Offset)
+	case ch.Offset > 0:
+		where = fmt.Sprintf(" %d run(s) after the change point", ch.Offset)
+	}
+	for _, d := range ch.Changed {
+		lines = append(lines, fmt.Sprintf("changed%s: %s %s -> %s", where, d.What, orNone(d.A), orNone(d.B)))
+	}
+	return lines
 }
 
 func orNone(s string) string {

@@ -123,7 +123,7 @@ func TestCheck(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	recs := series(day, 0, 4, 2, nil)
-	recs[1].Workload, recs[2].Env.BrokerVersion, recs[3].Labels = "other", "3.9.0", map[string]string{"ci": "nightly"}
+	recs[1].Workload, recs[2].Env.BrokerVersion, recs[3].Labels = "other", "Apache Kafka 3.9.0", map[string]string{"ci": "nightly"}
 	recs[0], recs[3] = recs[3], recs[0] // Select orders by time
 	c := &Contents{Records: recs}
 	cases := []struct {
@@ -134,6 +134,8 @@ func TestSelect(t *testing.T) {
 		{"all, oldest first", Filter{}, "run-00 run-01 run-02 run-03"},
 		{"workload", Filter{Workload: "quick"}, "run-00 run-02 run-03"},
 		{"version prefix", Filter{Version: "4.1"}, "run-00 run-01 run-03"},
+		{"release of a named product", Filter{Version: "3.9"}, "run-02"},
+		{"product and release", Filter{Version: "Apache Kafka 3"}, "run-02"},
 		{"since", Filter{Since: day.Add(2 * time.Hour)}, "run-02 run-03"},
 		{"label", Filter{Labels: map[string]string{"ci": "nightly"}}, "run-03"},
 		{"broker", Filter{Broker: "rabbitmq"}, ""},

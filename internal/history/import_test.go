@@ -76,6 +76,17 @@ func TestFromRun(t *testing.T) {
 	if d, _ := FromRun(r, "r.json", nil); d.Benchmark == c.Benchmark {
 		t.Error("a swept parameter did not change the benchmark")
 	}
+	// The broker release is not: a series runs across releases.
+	r.Study.Params = append(r.Study.Params, results.Param{Name: workload.BrokerVersionParam, Value: "3.9.1"})
+	old, _ := FromRun(r, "r.json", nil)
+	r.Study.Params[1].Value = "4.3.1"
+	if d, _ := FromRun(r, "r.json", nil); d.Benchmark != old.Benchmark {
+		t.Error("a swept broker release changed the benchmark")
+	}
+	r.Study.Params = r.Study.Params[:1]
+	if d, _ := FromRun(r, "r.json", nil); d.Benchmark != old.Benchmark {
+		t.Error("a run without a swept release is another benchmark than one with")
+	}
 }
 
 // TestImport imports a study directory holding a results file and its OMB

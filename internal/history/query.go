@@ -2,6 +2,7 @@ package history
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +16,8 @@ import (
 // Filter selects records; its zero value selects all.
 type Filter struct {
 	// Workload and Broker match the names exactly; Version is the broker
-	// version or its start ("4.1" matches "4.1.0").
+	// version or its start, or the start of one of its words ("4.1" and
+	// "Apache Kafka 4" match "Apache Kafka 4.1.0").
 	Workload, Broker, Version string
 	// Since, if set, keeps the records of runs started at or after it.
 	Since time.Time
@@ -28,7 +30,7 @@ func (f Filter) Keep(r *Record) bool {
 	switch {
 	case f.Workload != "" && r.Workload != f.Workload,
 		f.Broker != "" && r.Broker != f.Broker,
-		f.Version != "" && !strings.HasPrefix(r.Env.BrokerVersion, f.Version),
+		f.Version != "" && !versionMatches(r.Env.BrokerVersion, f.Version),
 		!f.Since.IsZero() && r.Time.Before(f.Since):
 		return false
 	}
@@ -38,6 +40,12 @@ func (f Filter) Keep(r *Record) bool {
 		}
 	}
 	return true
+}
+
+// versionMatches reports whether the broker version have starts with
+// want, or one of its words does.
+func versionMatches(have, want string) bool {
+	return strings.HasPrefix(have, want) || slices.ContainsFunc(strings.Fields(have), func(w string) bool { return strings.HasPrefix(w, want) })
 }
 
 // Select returns the records passing f, oldest first (ties by id).
@@ -200,4 +208,28 @@ func Diff(a, b *Record) []Difference {
 		add("setting "+k, x, y)
 	}
 	return out
+}
+
+// OfBenchmark returns the records of the benchmark whose hash is id or
+// starts with it, oldest first; an error when no benchmark or several
+// match.
+func (c *Contents) OfBenchmark(id string) ([]Record, error) {
+	if id == "" {
+		return nil, errors.New("no benchmark named: give its hash, as 'history trend' and 'history check' print it")
+	}
+	matched := map[string]bool{}
+	var out []Record
+	for _, r := range c.Select(Filter{}) {
+		if strings.HasPrefix(r.Benchmark, id) {
+			matched[r.Benchmark] = true
+			out = append(out, r)
+		}
+	}
+	switch len(matched) {
+	case 0:
+		return nil, fmt.Errorf("no run of a benchmark %q in the history ('history trend METRIC --workload W' prints each series' benchmark)", id)
+	case 1:
+		return out, nil
+	}
+	return nil, fmt.Errorf("%q names %d benchmarks (%s): give more of its characters", id, len(matched), strings.Join(slices.Sorted(maps.Keys(matched)), ", "))
 }

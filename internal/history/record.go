@@ -16,6 +16,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/metrics"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/secret"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Version is the record format this build writes. It is the first: a
@@ -43,7 +44,8 @@ type Record struct {
 	// Benchmark identifies what was asked of the broker: a hash of the
 	// workload's settings (its description, notes and source left out)
 	// with the driver's name, message format and replication factor, and
-	// for a run of a study the study's name, setup and swept parameters.
+	// for a run of a study the study's name, setup and swept parameters
+	// (but the broker release: Env.BrokerVersion).
 	// Runs with the same Benchmark and Nodes form a series.
 	Benchmark string `json:"benchmark"`
 	// Settings are the driver's effective settings, "section/key" to value
@@ -178,7 +180,7 @@ func nodes(r *results.Run) int {
 // benchmarkHash hashes what the run asked of the broker: its workload's
 // settings, without the fields that only describe it, the driver's name,
 // format and replication factor, and for a run of a study the study, its
-// setup and the swept parameters' values.
+// setup and the swept parameters' values but the broker release's.
 func benchmarkHash(r *results.Run) string {
 	var w map[string]any
 	data, _ := json.Marshal(r.Workload)
@@ -189,8 +191,10 @@ func benchmarkHash(r *results.Run) string {
 	id := map[string]any{"workload": w, "driver": r.Driver.Name, "format": r.Driver.Format, "replicationFactor": r.Driver.ReplicationFactor}
 	if s := r.Study; s != nil {
 		// A study's swept parameters may be driver settings: each point of
-		// the sweep is a benchmark of its own. Iterations repeat one.
-		id["study"] = map[string]any{"name": s.Name, "setup": s.Setup, "params": s.Params}
+		// the sweep is a benchmark of its own. Iterations repeat one. The
+		// broker release is not: a series runs across releases.
+		params := slices.DeleteFunc(slices.Clone(s.Params), func(p results.Param) bool { return p.Name == workload.BrokerVersionParam })
+		id["study"] = map[string]any{"name": s.Name, "setup": s.Setup, "params": params}
 	}
 	data, _ = json.Marshal(id) // map keys are sorted: the same settings give the same bytes
 	sum := sha256.Sum256(data)

@@ -51,6 +51,28 @@ type Kind interface {
 	Ready(ctx context.Context, c *Cluster) error
 }
 
+// Releaser is implemented by kinds that can install and run releases
+// other than their default one, each beside the others in the cache.
+type Releaser interface {
+	// Release returns the kind installing and running release version,
+	// or an error saying which releases it runs.
+	Release(version string) (Kind, error)
+}
+
+// WithRelease returns kind running release version: kind itself when
+// version is empty or kind's own, else the kind's Release. A kind that
+// is not a Releaser runs its own release alone.
+func WithRelease(kind Kind, version string) (Kind, error) {
+	if version == "" || version == kind.Version() {
+		return kind, nil
+	}
+	r, ok := kind.(Releaser)
+	if !ok {
+		return nil, fmt.Errorf("brokerbench runs %s %s only", kind.Product(), kind.Version())
+	}
+	return r.Release(version)
+}
+
 // Environer is implemented by kinds whose node processes take settings
 // from environment variables as well as from their command line.
 type Environer interface {
@@ -122,8 +144,10 @@ type Cluster struct {
 	proxy  *Node    // the link proxy of the cluster as planned or recorded
 	served []string // the listeners of the cluster as planned or recorded
 	// brokers and controllers are the sizes as planned or recorded;
-	// owner and run who started the cluster, as recorded.
+	// version the release recorded (empty: none recorded); owner and run
+	// who started the cluster, as recorded.
 	brokers, controllers int
+	version              string
 	owner                string
 	run                  *runOwner
 }
@@ -170,7 +194,8 @@ func (c *Cluster) load() (record, bool) {
 }
 
 func (c *Cluster) save() error {
-	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.Kind.Version(), ID: c.ID,
+	c.version = c.Kind.Version()
+	data, err := json.MarshalIndent(record{Kind: c.Kind.Name(), Version: c.version, ID: c.ID,
 		Brokers: c.brokers, Controllers: c.controllers, Nodes: c.nodes, LinkProxy: c.proxy, Listeners: c.served,
 		StartedBy: c.owner, Run: c.run}, "", "  ")
 	if err != nil {
@@ -193,6 +218,26 @@ func (c *Cluster) Nodes() []*Node {
 func (c *Cluster) adopt(r record) {
 	c.nodes, c.ID, c.proxy, c.served = r.Nodes, r.ID, r.LinkProxy, r.Listeners
 	c.brokers, c.controllers, c.owner, c.run = r.Brokers, r.Controllers, r.StartedBy, r.Run
+	c.version = r.Version
+}
+
+// Version is the release of the cluster: the one recorded, else the
+// one Kind installs.
+func (c *Cluster) Version() string {
+	if c.Nodes() != nil && c.version != "" {
+		return c.version
+	}
+	return c.Kind.Version()
+}
+
+// nodeKind is the kind a node of the cluster runs as: Kind at the
+// release recorded, which a cluster read from its record (to restart a
+// node) may not have been asked for.
+func (c *Cluster) nodeKind() Kind {
+	if k, err := WithRelease(c.Kind, c.Version()); err == nil {
+		return k
+	}
+	return c.Kind
 }
 
 // Node returns the node with id, or nil.
@@ -262,7 +307,7 @@ type Status struct {
 
 // Shape is the cluster's shape: its size, links and listeners.
 func (s Status) Shape() Shape {
-	return Shape{Brokers: s.Brokers, Controllers: s.Controllers, Links: s.LinkProxy != nil, Listeners: s.Listeners}
+	return Shape{Brokers: s.Brokers, Controllers: s.Controllers, Links: s.LinkProxy != nil, Listeners: s.Listeners, Version: s.Version}
 }
 
 // NodesRunning counts the nodes that run.
@@ -307,7 +352,7 @@ func (s Status) Address() string {
 // Status reports the cluster's nodes and whether each runs.
 func (c *Cluster) Status() Status {
 	nodes := c.Nodes() // reads the record: the nodes and the listeners served
-	st := Status{Kind: c.Kind.Name(), Version: c.Kind.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
+	st := Status{Kind: c.Kind.Name(), Version: c.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
 	if ls := c.ServedListeners(); len(ls) > 0 && len(nodes) > 0 {
 		st.Listeners, st.Security = ls, c.Security()
 	}
@@ -371,9 +416,10 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	if recorded == nil && had {
 		recorded = defaults
 	}
-	same := had && prev.Brokers == c.Brokers && prev.Controllers == c.Controllers && (prev.LinkProxy != nil) == c.Links && slices.Equal(want, recorded)
+	asked := Shape{Brokers: c.Brokers, Controllers: c.Controllers, Links: c.Links, Listeners: want, Version: c.Kind.Version()}
+	same := had && prev.shape(defaults).Equal(asked)
 	if had && !same && !c.mayReplace(prev) {
-		return Status{}, c.replaceError(prev, Shape{Brokers: c.Brokers, Controllers: c.Controllers, Links: c.Links, Listeners: want}, defaults)
+		return Status{}, c.replaceError(prev, asked, defaults)
 	}
 	if same {
 		c.adopt(prev)
@@ -391,7 +437,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		if !same && !prev.Run.isSelf() { // this process knows what it replaces its own clusters with
 			st := (&Cluster{Kind: c.Kind, StateDir: c.StateDir}).Status()
 			c.logf("replacing the %s cluster recorded in %s (%s; %s, %s) with one of %s: its data is deleted",
-				c.Kind.Name(), c.StateDir, prev.shape(defaults), replaceState(st), Origin(st.StartedBy, st.RunPID), Shape{Brokers: c.Brokers, Controllers: c.Controllers, Links: c.Links, Listeners: want})
+				c.Kind.Name(), c.StateDir, prev.shape(defaults), replaceState(st), Origin(st.StartedBy, st.RunPID), asked)
 		}
 		left := prev.Nodes
 		if prev.LinkProxy != nil {
@@ -603,7 +649,7 @@ func (c *Cluster) startNode(n *Node) error {
 	if e, ok := c.Kind.(Environer); ok {
 		env = e.Environ(c, n)
 	}
-	pid, err := n.start(c.Kind.Command(c, n), env)
+	pid, err := n.start(c.nodeKind().Command(c, n), env)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -44,4 +47,28 @@ func LastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+var releaseRE = regexp.MustCompile(`^(\d+)\.(\d+)\.\d+$`)
+
+// CheckRelease checks that version names a release, major.minor.patch,
+// no older than major.minor oldest ("3.7"); what names the software in
+// errors ("Kafka") and why says why older ones are not run.
+func CheckRelease(what, version, oldest, why string) error {
+	m := releaseRE.FindStringSubmatch(version)
+	if m == nil {
+		return fmt.Errorf("%s release %q: want major.minor.patch, such as %s.0", what, version, oldest)
+	}
+	o := releaseRE.FindStringSubmatch(oldest + ".0")
+	for i := 1; i <= 2; i++ {
+		have, _ := strconv.Atoi(m[i])
+		want, _ := strconv.Atoi(o[i])
+		if c := cmp.Compare(have, want); c != 0 {
+			if c < 0 {
+				return fmt.Errorf("%s release %s: brokerbench runs %s %s.0 or newer (%s)", what, version, what, oldest, why)
+			}
+			break
+		}
+	}
+	return nil
 }

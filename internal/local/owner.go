@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -56,14 +57,25 @@ func (r record) leftOver() bool {
 
 // Shape is what tells two clusters of one kind apart: the number of
 // brokers and of dedicated controllers, whether the links pass through
-// the link proxy, and the client listeners served. Up keeps a recorded
-// cluster, and its data, only when asked for the same shape.
+// the link proxy, the client listeners served, and the release run. Up
+// keeps a recorded cluster, and its data, only when asked for the same
+// shape.
 type Shape struct {
 	Brokers, Controllers int
 	Links                bool
 	// Listeners are the client listeners served (nil: the kind's plain
 	// one).
 	Listeners []string
+	// Version is the release run (empty: not known, as in records
+	// written before releases could be chosen).
+	Version string
+}
+
+// Equal reports whether s and o are the same shape; a version not known
+// in either matches any.
+func (s Shape) Equal(o Shape) bool {
+	return s.Brokers == o.Brokers && s.Controllers == o.Controllers && s.Links == o.Links && slices.Equal(s.Listeners, o.Listeners) &&
+		(s.Version == "" || o.Version == "" || s.Version == o.Version)
 }
 
 // String describes the shape in words: "3 brokers, links through the
@@ -78,6 +90,9 @@ func (s Shape) String() string {
 	}
 	if len(s.Listeners) > 0 {
 		parts = append(parts, "serving "+strings.Join(s.Listeners, ", "))
+	}
+	if s.Version != "" {
+		parts = append(parts, "release "+s.Version)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -96,7 +111,7 @@ func (r record) shape(defaults []string) Shape {
 	if ls == nil {
 		ls = defaults
 	}
-	return Shape{Brokers: r.Brokers, Controllers: r.Controllers, Links: r.LinkProxy != nil, Listeners: ls}
+	return Shape{Brokers: r.Brokers, Controllers: r.Controllers, Links: r.LinkProxy != nil, Listeners: ls, Version: r.Version}
 }
 
 // ReplaceError is Up's refusal to replace a recorded cluster of another

@@ -120,7 +120,7 @@ func TestUpKeepsClusterOfAnotherShape(t *testing.T) {
 			t.Fatalf("Up of 1 broker (%s) over the 3 'local up' started: %v, want a ReplaceError", c.startedBy(), err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"3 brokers", state, "started by 'local up'", "(1 broker)", "2.5 kB", "nothing was changed"} {
+		for _, want := range []string{"3 brokers", state, "started by 'local up'", "(1 broker, release 1.0)", "2.5 kB", "nothing was changed"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("refusal %q lacks %q", msg, want)
 			}
@@ -171,7 +171,7 @@ func TestUpKeepsClusterOfAnotherShape(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Errorf("the replaced cluster's data is still there (%v)", err)
 	}
-	if !strings.Contains(one.Log.(*syncBuffer).String(), "replacing the fake cluster recorded in "+dir+" (3 brokers; running, started by 'local up')") {
+	if !strings.Contains(one.Log.(*syncBuffer).String(), "replacing the fake cluster recorded in "+dir+" (3 brokers, release 1.0; running, started by 'local up')") {
 		t.Errorf("the replacement was not said:\n%s", one.Log)
 	}
 	if err := one.Down(); err != nil {
@@ -208,7 +208,7 @@ func TestUpKeepsClusterOfAnotherShape(t *testing.T) {
 		t.Fatalf("'local up' over the cluster a run left: %v", err)
 	}
 	defer user.Down()
-	if st.StartedBy != StartedByUser || !strings.Contains(user.Log.(*syncBuffer).String(), "(2 brokers; stopped, started by a run that has ended) with one of 1 broker: its data is deleted") {
+	if st.StartedBy != StartedByUser || !strings.Contains(user.Log.(*syncBuffer).String(), "(2 brokers, release 1.0; stopped, started by a run that has ended) with one of 1 broker, release 1.0: its data is deleted") {
 		t.Errorf("'local up' over the cluster a run left: %+v\n%s", st, user.Log)
 	}
 }

@@ -33,12 +33,15 @@ type Chart struct {
 	Plot *Plot
 }
 
-// Plot is a line chart's data: its axes, lines and fault markers.
+// Plot is a line chart's data: its axes, lines and markers.
 type Plot struct {
-	XLabel string       `json:"xLabel"`
-	YLabel string       `json:"yLabel"`
-	LogX   bool         `json:"logX,omitempty"`
-	LogY   bool         `json:"logY,omitempty"`
+	XLabel string `json:"xLabel"`
+	YLabel string `json:"yLabel"`
+	LogX   bool   `json:"logX,omitempty"`
+	LogY   bool   `json:"logY,omitempty"`
+	// XTicks, if set, name the points of a categorical x axis: x = i is
+	// XTicks[i] (a broker release, a run).
+	XTicks []string     `json:"xTicks,omitempty"`
 	Series []PlotSeries `json:"series"`
 	Marks  []PlotMark   `json:"marks,omitempty"`
 }
@@ -50,7 +53,8 @@ type PlotSeries struct {
 	Y     []float64 `json:"y"`
 }
 
-// PlotMark is a vertical marker: a fault at a time.
+// PlotMark is a vertical marker: a fault at a time, a change point at a
+// run.
 type PlotMark struct {
 	At    float64 `json:"at"`
 	Label string  `json:"label"`
@@ -58,8 +62,8 @@ type PlotMark struct {
 
 // newPlot returns the data of a chart drawn from ss (labels as the chart
 // shows them) and marks.
-func newPlot(xLabel, yLabel string, logX, logY bool, ss []series, marks []timeMark) *Plot {
-	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: logX, LogY: logY}
+func newPlot(xLabel, yLabel string, ax axes, ss []series, marks []timeMark) *Plot {
+	p := &Plot{XLabel: xLabel, YLabel: yLabel, LogX: ax.logX, LogY: ax.logY, XTicks: ax.xTicks}
 	for _, s := range ss {
 		ps := PlotSeries{Label: s.label}
 		for _, pt := range s.xy {
@@ -117,15 +121,24 @@ func shortenLabels(ss []series) {
 	}
 }
 
-// timeMark is a vertical marker at a moment on a time chart (a fault,
-// the producers' stop), its label as the legend shows it.
+// timeMark is a vertical marker at a moment on a chart (a fault, the
+// producers' stop on a time chart; a change point's run on a history
+// chart), its label as the legend shows it.
 type timeMark struct {
 	at    float64
 	label string
 }
 
+// axes are a chart's scales: logarithmic, or a categorical x axis whose
+// point i is named xTicks[i].
+type axes struct {
+	logX, logY bool
+	xTicks     []string
+}
+
 // render draws the series as lines with points and returns the SVG.
-func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ...timeMark) ([]byte, error) {
+func render(title, xLabel, yLabel string, ax axes, ss []series, marks ...timeMark) ([]byte, error) {
+	logX, logY := ax.logX, ax.logY
 	shortenLabels(ss)
 	p := plot.New()
 	p.Title.Text = title
@@ -140,6 +153,10 @@ func render(title, xLabel, yLabel string, logX, logY bool, ss []series, marks ..
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if ax.xTicks != nil {
+		p.X.Tick.Marker = categoryTicks(ax.xTicks)
+		p.X.Min, p.X.Max = -0.5, float64(len(ax.xTicks))-0.5
 	}
 	for i, s := range ss {
 		if len(s.xy) == 0 {
@@ -337,8 +354,8 @@ func intervalSeries(label string, r *results.Run, drain bool, value func(iv resu
 // timeChart draws ss and marks over the time since producing started.
 func (in *Input) timeChart(name, title, yLabel string, ss []series, marks []timeMark) (Chart, error) {
 	const xLabel = "time since producing started (s)"
-	svg, err := render(title, xLabel, yLabel, false, false, ss, marks...)
-	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, false, false, ss, marks)}, err
+	svg, err := render(title, xLabel, yLabel, axes{}, ss, marks...)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, axes{}, ss, marks)}, err
 }
 
 // consumerLagChart charts every run's backlog, the messages published
@@ -449,8 +466,8 @@ func (in *Input) percentileChart(name, title string, encoded func(r *results.Run
 		return Chart{}, false, nil
 	}
 	const xLabel, yLabel = "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99, 1000 = p99.9", "latency (ms)"
-	svg, err := render(title, xLabel, yLabel, true, true, ss)
-	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, true, true, ss, nil),
+	svg, err := render(title, xLabel, yLabel, axes{logX: true, logY: true}, ss)
+	return Chart{Name: name, Title: title, SVG: svg, Plot: newPlot(xLabel, yLabel, axes{logX: true, logY: true}, ss, nil),
 		Caption: "Each line is one run's measured latency distribution, read from its HdrHistogram."}, true, err
 }
 
@@ -497,7 +514,7 @@ func (in *Input) sweepCharts() ([]Chart, error) {
 		logX := !slices.ContainsFunc(ss, func(s series) bool {
 			return slices.ContainsFunc(s.xy, func(p plotter.XY) bool { return p.X <= 0 })
 		})
-		svg, err := render(title, name, "msgs/s (median, range as bars)", logX, false, ss)
+		svg, err := render(title, name, "msgs/s (median, range as bars)", axes{logX: logX}, ss)
 		if err != nil {
 			return nil, err
 		}
@@ -556,6 +573,11 @@ func (in *Input) Charts() ([]Chart, error) {
 		return nil, err
 	}
 	charts = append(charts, sweeps...)
+	releases, err := in.releaseCharts()
+	if err != nil {
+		return nil, err
+	}
+	charts = append(charts, releases...)
 	nan := math.NaN()
 	latency := func(pick func(iv results.Interval) metrics.Latency, q func(l metrics.Latency) float64) func(iv results.Interval) float64 {
 		return func(iv results.Interval) float64 {
@@ -720,8 +742,8 @@ func (in *Input) brokerChart(name string, keys []string) (Chart, error) {
 	title := "Broker metric " + name
 	const xLabel = "time since producing started (s)"
 	marks := in.faultMarks()
-	svg, err := render(title, xLabel, unit, false, false, ss, marks...)
-	return Chart{Name: "broker-" + chartFileName(name), Title: title, SVG: svg, Plot: newPlot(xLabel, unit, false, false, ss, marks),
+	svg, err := render(title, xLabel, unit, axes{}, ss, marks...)
+	return Chart{Name: "broker-" + chartFileName(name), Title: title, SVG: svg, Plot: newPlot(xLabel, unit, axes{}, ss, marks),
 		Caption: "The brokers' own figures, read at the end of each interval, summed over nodes."}, err
 }
 

@@ -36,13 +36,13 @@ func TestLegendBelowPlot(t *testing.T) {
 		for i := range ss {
 			ss[i] = series{label: fmt.Sprintf("producers=%d / iteration #%d", i, i), xy: plotter.XYs{{X: 1, Y: float64(i)}, {X: 2, Y: float64(i + 1)}}}
 		}
-		svg, err := render("t", "x", "y", false, false, ss)
+		svg, err := render("t", "x", "y", axes{}, ss)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return svg
 	}
-	unlabelled, err := render("t", "x", "y", false, false, []series{{xy: plotter.XYs{{X: 1, Y: 1}, {X: 2, Y: 2}}}})
+	unlabelled, err := render("t", "x", "y", axes{}, []series{{xy: plotter.XYs{{X: 1, Y: 1}, {X: 2, Y: 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,16 @@ import (
 	"github.com/brokerbench/brokerbench/internal/secret"
 )
 
-//go:embed report.html.tmpl
-var pageTemplate string
+// The pages' templates: the study report, the history of a benchmark,
+// and what both share (style, chart script).
+var (
+	//go:embed report.html.tmpl
+	pageTemplate string
+	//go:embed history.html.tmpl
+	historyTemplate string
+	//go:embed page.html.tmpl
+	sharedTemplate string
+)
 
 // The charting library the page draws interactive charts with: uPlot
 // (MIT, assets/uPlot-LICENSE), 51 KB minified, inlined so that the page
@@ -202,11 +210,43 @@ type page struct {
 	// Losses name every run that lost acknowledged messages, or whose
 	// broker stores another number than it acknowledged: shown first.
 	Losses []string
+	chartAssets
+}
+
+// chartAssets are what a page needs to draw its charts.
+type chartAssets struct {
 	// ChartJS and ChartCSS are the charting library, inlined.
 	ChartJS  template.JS
 	ChartCSS template.CSS
 	// Palette is the charts' line colours, as CSS colours.
 	Palette []string
+}
+
+// newChartAssets returns the charting library and the palette.
+func newChartAssets() chartAssets {
+	a := chartAssets{ChartJS: template.JS(uPlotJS), ChartCSS: template.CSS(uPlotCSS)}
+	for _, c := range palette {
+		r, g, b, _ := c.RGBA()
+		a.Palette = append(a.Palette, fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8))
+	}
+	return a
+}
+
+// execute renders the page template text (with the shared templates)
+// with data.
+func execute(text string, data any) ([]byte, error) {
+	tmpl, err := template.New("page").Parse(sharedTemplate)
+	if err == nil {
+		tmpl, err = tmpl.Parse(text)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	return secret.RedactBytes(buf.Bytes()), nil
 }
 
 // Losses names every run that lost acknowledged messages, or whose broker
@@ -282,11 +322,7 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	pg := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Version: version,
 		Sources: in.Sources, Env: in.Groups[0].first().Environment, FilesDir: filepath.Base(filesDir)}
 	pg.MemoryGiB = formatNum(float64(pg.Env.MemoryBytes)/(1<<30), 1)
-	pg.ChartJS, pg.ChartCSS = template.JS(uPlotJS), template.CSS(uPlotCSS)
-	for _, c := range palette {
-		r, g, b, _ := c.RGBA()
-		pg.Palette = append(pg.Palette, fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8))
-	}
+	pg.chartAssets = newChartAssets()
 	pg.Losses = in.Losses()
 	for _, g := range in.Groups {
 		for _, r := range g.Runs {
@@ -331,13 +367,9 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 		if err := writeFile(c.Name+".svg", c.SVG); err != nil {
 			return nil, err
 		}
-		pc := pageChart{Chart: c, SVG: template.HTML(c.SVG), File: c.Name + ".svg"}
-		if c.Plot != nil {
-			data, err := json.Marshal(c.Plot)
-			if err != nil {
-				return nil, fmt.Errorf("chart %s: %w", c.Name, err)
-			}
-			pc.PlotJSON = string(data)
+		pc, err := newPageChart(c)
+		if err != nil {
+			return nil, err
 		}
 		pg.Charts = append(pg.Charts, pc)
 	}
@@ -347,16 +379,26 @@ func Write(in *Input, htmlPath, version string) (*Written, error) {
 	for _, g := range in.Groups {
 		pg.Runs += len(g.Runs)
 	}
-	tmpl, err := template.New("report").Parse(pageTemplate)
+	html, err := execute(pageTemplate, pg)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, pg); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(htmlPath, secret.RedactBytes(buf.Bytes()), 0o644); err != nil {
+	if err := os.WriteFile(htmlPath, html, 0o644); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// newPageChart is chart c as a page shows it: its SVG inline, and its
+// data for the interactive view.
+func newPageChart(c Chart) (pageChart, error) {
+	pc := pageChart{Chart: c, SVG: template.HTML(c.SVG), File: c.Name + ".svg"}
+	if c.Plot != nil {
+		data, err := json.Marshal(c.Plot)
+		if err != nil {
+			return pageChart{}, fmt.Errorf("chart %s: %w", c.Name, err)
+		}
+		pc.PlotJSON = string(data)
+	}
+	return pc, nil
 }

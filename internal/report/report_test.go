@@ -178,33 +178,7 @@ func TestReportInChromium(t *testing.T) {
 	if len(w.Files) < 10 {
 		t.Errorf("wrote %d side files: %v", len(w.Files), w.Files)
 	}
-	artifacts, _ := filepath.Abs(filepath.Join("..", "..", "out", "test-artifacts"))
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1400,3000"}
-	run := func(extra ...string) (stdout, stderr string) {
-		cmd := exec.Command(browser, append(append(args, extra...), "file://"+html)...)
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		done := make(chan error, 1)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("chromium: %v\n%s", err, e.String())
-			}
-		case <-time.After(90 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatal("chromium did not finish within 90 s")
-		}
-		return o.String(), e.String()
-	}
+	run := chromium(t, browser, html)
 	dom, logs := run("--dump-dom")
 	figures := regexp.MustCompile(`(?s)<figure class="chart" id="chart-([^"]+)"([^>]*)>(.*?)</figure>`).FindAllStringSubmatch(dom, -1)
 	charts, _ := in.Charts()
@@ -234,15 +208,58 @@ func TestReportInChromium(t *testing.T) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
 	}
+	consoleErrors(t, logs)
+	screenshot(t, run, "report.png")
+}
+
+// chromium returns a function that opens the page html in headless
+// Chromium (browser) with extra flags and returns its stdout and stderr.
+func chromium(t *testing.T, browser, html string) func(extra ...string) (stdout, stderr string) {
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1400,3000"}
+	return func(extra ...string) (stdout, stderr string) {
+		cmd := exec.Command(browser, append(append(args, extra...), "file://"+html)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("chromium: %v\n%s", err, e.String())
+			}
+		case <-time.After(90 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("chromium did not finish within 90 s")
+		}
+		return o.String(), e.String()
+	}
+}
+
+// screenshot has run take a screenshot of its page into
+// out/test-artifacts/name.
+func screenshot(t *testing.T, run func(extra ...string) (string, string), name string) {
+	artifacts, _ := filepath.Abs(filepath.Join("..", "..", "out", "test-artifacts"))
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(artifacts, name)
+	run("--screenshot=" + shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+}
+
+// consoleErrors fails t for every error the page logged.
+func consoleErrors(t *testing.T, logs string) {
 	for _, line := range strings.Split(logs, "\n") {
 		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
 			t.Errorf("the page logged: %s", line)
 		}
-	}
-	shot := filepath.Join(artifacts, "report.png")
-	run("--screenshot=" + shot)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
-		t.Errorf("screenshot %s: %v", shot, err)
 	}
 }
 

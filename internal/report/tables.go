@@ -77,6 +77,7 @@ var columns = func() map[string]column {
 			}
 			return r.Driver.Name
 		}},
+		{id: "brokerVersion", header: "Broker", text: func(r *results.Run) string { return r.Environment.BrokerVersion }},
 		{id: "iteration", header: "Iteration", text: func(r *results.Run) string { return strconv.Itoa(iteration(r)) }},
 		{id: "brokers", header: "Brokers", num: func(r *results.Run) float64 {
 			if r.Study != nil {

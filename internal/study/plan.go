@@ -29,6 +29,7 @@ const (
 	// messages. It checks a study's
 	// plan, setups and report end to end in about a minute; its figures
 	// mean nothing.
+	// A sweep of the broker release keeps all its values.
 	Smoke Scale = "smoke"
 )
 
@@ -116,11 +117,14 @@ func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 	return runs, nil
 }
 
-// firstValues returns sweep with each parameter cut to its first value.
+// firstValues returns sweep with each parameter cut to its first value,
+// but for the broker release, which is compared as setups are.
 func firstValues(sweep []workload.SweepParam) []workload.SweepParam {
 	out := slices.Clone(sweep)
 	for i := range out {
-		out[i].Values = out[i].Values[:1]
+		if out[i].Name != workload.BrokerVersionParam {
+			out[i].Values = out[i].Values[:1]
+		}
 	}
 	return out
 }
@@ -158,6 +162,9 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	}
 	var params []results.Param
 	for _, a := range combo {
+		if a.param.Name == workload.BrokerVersionParam {
+			setup.BrokerVersion = a.value
+		}
 		if err := workload.ApplySweep(&w, &dc, a.param, a.value); err != nil {
 			return Run{}, fmt.Errorf("%s: sweep %s=%s: %w", s.Source, a.param.Name, a.shown(), err)
 		}
@@ -176,6 +183,8 @@ func plan(s *workload.Study, base *workload.Workload, setup workload.Setup, comb
 	switch {
 	case len(w.Faults) > 0 && !target.Local:
 		r.Skip = fmt.Sprintf("workload %q has a fault schedule; faults act on the local clusters brokerbench starts: leave out --broker", w.Name)
+	case setup.BrokerVersion != "" && !target.Local:
+		r.Skip = fmt.Sprintf("setup %q runs broker release %s on a local cluster brokerbench starts: leave out --broker", setup.Name, setup.BrokerVersion)
 	case setup.Network != nil && !target.Local:
 		r.Skip = fmt.Sprintf("setup %q shapes the network (%s) between the nodes of a local cluster brokerbench starts: leave out --broker", setup.Name, setup.Network)
 	case setup.Needs == "network" && setup.Network == nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,51 @@ func TestExecuteRecordsVerdicts(t *testing.T) {
 	}
 	if verdicts["disturbed"] != 1 || verdicts["ok"] != n-1 || len(verdicts) != 2 {
 		t.Errorf("verdicts %v of %d runs: want 1 disturbed, the others ok", verdicts, n)
+	}
+}
+
+// TestBrokerVersionIsASetupDimension: a setup's brokerVersion reaches its
+// runs; a sweep of brokerVersion sets each run's, changes neither the
+// workload nor the driver, and keeps all its values at smoke scale (it
+// is compared as setups are) while other sweeps keep their first.
+func TestBrokerVersionIsASetupDimension(t *testing.T) {
+	s, err := workload.ParseStudy("s.yaml", []byte(`name: s
+workload: {name: a, messageSize: 100}
+setups:
+  - {name: pinned, brokerVersion: 3.9.1}
+  - {name: swept}
+sweep: {brokerVersion: [3.8.1, 4.3.1], messageSize: [100, 1024]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Plan(s, Smoke, Target{Brokers: 1, Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, fmt.Sprintf("%s:%s:%d", r.Setup.Name, r.Setup.BrokerVersion, r.Workload.MessageSize))
+		if len(r.Driver.Common)+len(r.Driver.Producer) > 0 {
+			t.Errorf("%s: the release reached the driver settings: %+v", r.Key, r.Driver)
+		}
+	}
+	want := []string{"pinned:3.8.1:100", "pinned:4.3.1:100", "swept:3.8.1:100", "swept:4.3.1:100"}
+	if !slices.Equal(got, want) {
+		t.Errorf("smoke runs %v, want %v (the sweep's release overrides the setup's)", got, want)
+	}
+	if runs[0].Key != "pinned_brokerVersion=3.8.1_messageSize=100_it1" {
+		t.Errorf("key %q", runs[0].Key)
+	}
+	one, err := workload.ParseStudy("s.yaml", []byte("name: s\nworkload: {name: a}\nsetups: [{name: old, brokerVersion: 3.9.1}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := Plan(one, Quick, Target{Brokers: 1, Local: true}); err != nil || runs[0].Setup.BrokerVersion != "3.9.1" || runs[0].Skip != "" {
+		t.Errorf("setup's release: %+v, %v", runs, err)
+	}
+	// A cluster given by address runs the release it runs.
+	if runs, err := Plan(one, Quick, Target{Brokers: 1}); err != nil || !strings.Contains(runs[0].Skip, "leave out --broker") {
+		t.Errorf("a release on a cluster given by address: %+v, %v; want it skipped", runs, err)
 	}
 }

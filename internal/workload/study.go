@@ -60,15 +60,25 @@ type Setup struct {
 	// worker processes brokerbench starts on this machine, each on its
 	// own loopback address (docs/distributed.md).
 	Workers int
+	// BrokerVersion, if set, is the broker release of the local cluster
+	// the setup's runs go to (a sweep of BrokerVersionParam sets it per
+	// run); empty: the release brokerbench pins.
+	BrokerVersion string
 }
+
+// BrokerVersionParam is the swept parameter that sets the broker release
+// of a run's local cluster (Setup.BrokerVersion). Its values are compared
+// as setups are: a smoke run keeps them all, and the history keeps the
+// runs of every release in one series, the release a change along it.
+const BrokerVersionParam = "brokerVersion"
 
 // SweepParam is one swept parameter: a workload field (messageSize,
 // partitionsPerTopic, topics, producersPerTopic, subscriptionsPerTopic,
 // consumersPerSubscription, rate, messages, replicationFactor,
 // consumerBacklogSizeGB, transactionSize, transactionAbortRate,
-// transactionCommitInterval) or a driver
-// setting ("producer.acks", "consumer.fetch.min.bytes", "topic.x",
-// "common.x").
+// transactionCommitInterval), a driver setting ("producer.acks",
+// "consumer.fetch.min.bytes", "topic.x", "common.x"), or the broker
+// release (BrokerVersionParam).
 type SweepParam struct {
 	Name   string
 	Values []string
@@ -266,7 +276,7 @@ func (d *decoder) stringList(key string, v *yaml.Node) []string {
 
 func (d *decoder) setups(v *yaml.Node) []Setup {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, network, needs, only, sweep, workers)")
+		d.fail(v, "setups", "must be a non-empty list of setups (name, brokers, replicationFactor, driver, network, needs, only, sweep, workers, brokerVersion)")
 		return nil
 	}
 	var out []Setup
@@ -286,8 +296,9 @@ func (d *decoder) setups(v *yaml.Node) []Setup {
 			"driver": func(d *decoder, key string, v *yaml.Node) {
 				st.Driver = d.driverConfig(v, false)
 			},
-			"network": networkField(&st.Network),
-			"workers": intField(&st.Workers, 1, 256),
+			"network":       networkField(&st.Network),
+			"workers":       intField(&st.Workers, 1, 256),
+			"brokerVersion": stringField(&st.BrokerVersion),
 		})
 		if st.Name == "" {
 			d.fail(item, "name", "missing: every setup needs a name")
@@ -309,11 +320,11 @@ func (d *decoder) sweep(v *yaml.Node) []SweepParam {
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, vals := v.Content[i], v.Content[i+1]
 		p := SweepParam{Name: k.Value, File: d.file, Line: k.Line}
-		if !slices.Contains(sweepFields, p.Name) && !slices.ContainsFunc(sweepScopes, func(s string) bool {
+		if !slices.Contains(sweepFields, p.Name) && p.Name != BrokerVersionParam && !slices.ContainsFunc(sweepScopes, func(s string) bool {
 			return strings.HasPrefix(p.Name, s) && len(p.Name) > len(s)
 		}) {
-			d.fail(k, p.Name, "cannot be swept%s; sweep one of %s, or a driver setting prefixed with %s",
-				suggest(p.Name, sweepFields), strings.Join(sweepFields, ", "), strings.Join(sweepScopes, ", "))
+			d.fail(k, p.Name, "cannot be swept%s; sweep one of %s, %s, or a driver setting prefixed with %s",
+				suggest(p.Name, sweepFields), strings.Join(sweepFields, ", "), BrokerVersionParam, strings.Join(sweepScopes, ", "))
 			continue
 		}
 		p.Values = d.stringList(p.Name, vals)
@@ -333,15 +344,19 @@ func (d *decoder) sweep(v *yaml.Node) []SweepParam {
 
 func checkSweepValue(p SweepParam, val string) error {
 	if !slices.Contains(sweepFields, p.Name) {
-		return nil // driver settings are checked by the driver
+		return nil // driver settings are checked by the driver, releases by the broker's local kind
 	}
 	var w Workload
 	return w.SetField(p.File, p.Line, p.Name, val)
 }
 
 // ApplySweep sets one swept parameter on a run's workload and driver config
-// (both already copies owned by the run).
+// (both already copies owned by the run); BrokerVersionParam sets
+// neither (the run's setup holds it).
 func ApplySweep(w *Workload, dc *DriverConfig, p SweepParam, val string) error {
+	if p.Name == BrokerVersionParam {
+		return nil
+	}
 	for _, scope := range sweepScopes {
 		key, ok := strings.CutPrefix(p.Name, scope)
 		if !ok {

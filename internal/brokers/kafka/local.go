@@ -18,8 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Version is the Apache Kafka release brokerbench installs.
+// Version is the Apache Kafka release brokerbench installs unless asked
+// for another (Kind.Release).
 const Version = "4.3.1"
+
+// oldestRelease is the oldest Kafka release a local cluster runs: the
+// config brokerbench writes (KRaft with a static controller quorum,
+// SCRAM users added when the storage is formatted) was checked to start
+// 3.7.2, 3.8.1, 3.9.1, 4.0.0, 4.1.1, 4.2.0 and 4.3.1.
+const oldestRelease = "3.7"
 
 // log4jVersion is the log4j2 binding matching Kafka's slf4j 1.7 API.
 const log4jVersion = "2.24.3"
@@ -55,6 +62,9 @@ type Kind struct {
 	// cluster tells clients to connect to instead of its own: a proxy in
 	// front of it.
 	AdvertisedPort int
+	// ReleaseVersion is the Kafka release installed and run, each in a
+	// directory of its own in the cache; empty: Version.
+	ReleaseVersion string
 }
 
 // Name implements local.Kind.
@@ -64,49 +74,68 @@ func (Kind) Name() string { return "kafka" }
 func (Kind) Product() string { return "Apache Kafka" }
 
 // Version implements local.Kind.
-func (Kind) Version() string { return Version }
+func (k Kind) Version() string {
+	if k.ReleaseVersion == "" {
+		return Version
+	}
+	return k.ReleaseVersion
+}
+
+// Release implements local.Releaser: any Kafka release from 3.7.0 on
+// that Maven Central serves ("3.9.1"); whether it does is known when it
+// is installed.
+func (k Kind) Release(version string) (local.Kind, error) {
+	if err := local.CheckRelease("Kafka", version, oldestRelease, "in KRaft mode, without ZooKeeper"); err != nil {
+		return nil, err
+	}
+	k.ReleaseVersion = version
+	return k, nil
+}
 
 // jmxExporterJar is the Prometheus JMX exporter agent, under cacheDir.
-func jmxExporterJar(cacheDir string) string {
-	return filepath.Join(cacheDir, "kafka-"+Version, "agent", "jmx_prometheus_javaagent-"+jmxExporterVersion+".jar")
+func (k Kind) jmxExporterJar(cacheDir string) string {
+	return filepath.Join(cacheDir, "kafka-"+k.Version(), "agent", "jmx_prometheus_javaagent-"+jmxExporterVersion+".jar")
 }
 
-// LibDir is where the Kafka jars are, under cacheDir.
-func LibDir(cacheDir string) string {
-	return filepath.Join(cacheDir, "kafka-"+Version, "lib")
+// LibDir is where the jars of Kafka release version are, under cacheDir.
+func LibDir(cacheDir, version string) string {
+	return filepath.Join(cacheDir, "kafka-"+version, "lib")
 }
 
-// Install downloads the pinned Kafka release and its dependencies from Maven
+// Install downloads the Kafka release and its dependencies from Maven
 // Central into cacheDir, unless already there. It needs Java 17+ and Maven.
-func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	if err := local.CheckJava(ctx, "Kafka "+Version, 17); err != nil {
+func (k Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	v := k.Version()
+	what := "Kafka " + v
+	if err := local.CheckJava(ctx, what, 17); err != nil {
 		return err
 	}
-	dist := filepath.Dir(LibDir(cacheDir))
+	lib := LibDir(cacheDir, v)
+	dist := filepath.Dir(lib)
 	done := filepath.Join(dist, ".complete")
 	if _, err := os.Stat(done); err == nil {
-		return installJMXExporter(ctx, cacheDir, logf)
+		return k.installJMXExporter(ctx, cacheDir, logf)
 	}
-	if _, err := local.Maven("Kafka " + Version); err != nil {
+	if _, err := local.Maven(what); err != nil {
 		return err
 	}
-	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", Version, dist)
-	if err := local.MavenDependencies(ctx, dist, kafkaPOM, "Kafka "+Version); err != nil {
+	logf("installing Apache Kafka %s from Maven Central into %s (about a minute on first use)", v, dist)
+	if err := local.MavenDependencies(ctx, dist, kafkaPOM(v), what); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(LibDir(cacheDir), "kafka_2.13-"+Version+".jar")); err != nil {
-		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", LibDir(cacheDir))
+	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-"+v+".jar")); err != nil {
+		return fmt.Errorf("Maven finished but the Kafka jar is missing in %s", lib)
 	}
-	if err := os.WriteFile(done, []byte(Version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(done, []byte(v+"\n"), 0o644); err != nil {
 		return err
 	}
-	return installJMXExporter(ctx, cacheDir, logf)
+	return k.installJMXExporter(ctx, cacheDir, logf)
 }
 
 // installJMXExporter downloads the Prometheus JMX exporter agent from
 // Maven Central, unless already there.
-func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	jar := jmxExporterJar(cacheDir)
+func (k Kind) installJMXExporter(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	jar := k.jmxExporterJar(cacheDir)
 	if _, err := os.Stat(jar); err == nil {
 		return nil
 	}
@@ -114,7 +143,7 @@ func installJMXExporter(ctx context.Context, cacheDir string, logf func(string, 
 	if err != nil {
 		return err
 	}
-	dist := filepath.Dir(LibDir(cacheDir))
+	dist := filepath.Dir(LibDir(cacheDir, k.Version()))
 	if err := os.WriteFile(filepath.Join(dist, "settings.xml"), []byte(local.MavenSettings), 0o644); err != nil {
 		return err
 	}
@@ -215,7 +244,7 @@ func (k Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			args := kafkaJava(c, n, 256, "kafka.tools.StorageTool", "format", "-t", c.ID, "-c", n.ConfigFile("server.properties"))
+			args := k.java(c, n, 256, "kafka.tools.StorageTool", "format", "-t", c.ID, "-c", n.ConfigFile("server.properties"))
 			if pw != "" && n.HasRole("broker") {
 				for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 					args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, local.Username, pw))
@@ -314,9 +343,9 @@ func kafkaSecurityConfig(sec *local.Security, n *local.Node, ports map[string]st
 
 const kafkaLog4j = "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = info\nrootLogger.appenderRef.stdout.ref = STDOUT\n"
 
-// kafkaJava is the command line running class with the node's log config
+// java is the command line running class with the node's log config
 // and a heap of heapMB.
-func kafkaJava(c *local.Cluster, n *local.Node, heapMB int, class string, args ...string) []string {
+func (k Kind) java(c *local.Cluster, n *local.Node, heapMB int, class string, args ...string) []string {
 	base := []string{"java", fmt.Sprintf("-Xms%dm", heapMB), fmt.Sprintf("-Xmx%dm", heapMB),
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
@@ -326,19 +355,19 @@ func kafkaJava(c *local.Cluster, n *local.Node, heapMB int, class string, args .
 		// file: each peer through its own link.
 		base = append(base, "-Djdk.net.hosts.file="+c.HostsFile(n))
 	}
-	base = append(base, "-cp", filepath.Join(LibDir(c.CacheDir), "*"), class)
+	base = append(base, "-cp", filepath.Join(LibDir(c.CacheDir, k.Version()), "*"), class)
 	return append(base, args...)
 }
 
 // Command implements local.Kind: brokers get HeapMB, dedicated controllers 256 MB.
-func (Kind) Command(c *local.Cluster, n *local.Node) []string {
+func (k Kind) Command(c *local.Cluster, n *local.Node) []string {
 	heap := c.HeapMB
 	if !n.HasRole("broker") {
 		heap = 256
 	}
-	argv := kafkaJava(c, n, heap, "kafka.Kafka", n.ConfigFile("server.properties"))
+	argv := k.java(c, n, heap, "kafka.Kafka", n.ConfigFile("server.properties"))
 	if port, ok := n.Ports["metrics"]; ok {
-		agent := fmt.Sprintf("-javaagent:%s=%s:%d:%s", jmxExporterJar(c.CacheDir), n.Host, port, n.ConfigFile("jmx-exporter.yaml"))
+		agent := fmt.Sprintf("-javaagent:%s=%s:%d:%s", k.jmxExporterJar(c.CacheDir), n.Host, port, n.ConfigFile("jmx-exporter.yaml"))
 		argv = append(argv[:1:1], append([]string{agent, kafkaJMXFilter}, argv[1:]...)...)
 	}
 	return argv
@@ -470,17 +499,26 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	return nil
 }
 
-const kafkaPOM = `<project xmlns="http://maven.apache.org/POM/4.0.0">
+// noReload4j leaves out the log4j 1 binding Kafka 3.x releases depend
+// on: with two bindings on the class path, SLF4J would pick one by the
+// order of the files in the directory.
+const noReload4j = `<exclusions><exclusion><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId></exclusion><exclusion><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId></exclusion></exclusions>`
+
+// kafkaPOM is the POM whose runtime dependencies are Kafka release
+// version's broker and tools, with log4j2 as the logging backend.
+func kafkaPOM(version string) string {
+	return `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.brokerbench</groupId>
   <artifactId>kafka-dist</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + Version + `</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>` + Version + `</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>` + version + `</version>` + noReload4j + `</dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>` + version + `</version>` + noReload4j + `</dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>` + log4jVersion + `</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>` + log4jVersion + `</version></dependency>
   </dependencies>
 </project>
 `
+}

@@ -17,8 +17,14 @@ import (
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
-// Version is the NATS server release brokerbench builds and runs.
+// Version is the NATS server release brokerbench builds and runs unless
+// asked for another (Kind.Release).
 const Version = "2.15.2"
+
+// oldestRelease is the oldest nats-server release a local cluster runs:
+// the config brokerbench writes was checked to start 2.10.27, 2.11.17
+// and 2.15.2.
+const oldestRelease = "2.10"
 
 // NewLocal returns a local NATS cluster with JetStream of brokers nodes, its
 // clients on port, with default directories ("nats-PORT" under the state
@@ -31,7 +37,11 @@ func NewLocal(port, brokers int) *local.Cluster {
 // Kind is the local.Kind of NATS server clusters with JetStream: every node is a
 // JetStream server; with more than one, they form a cluster over routes
 // and replicate streams (Raft).
-type Kind struct{}
+type Kind struct {
+	// ReleaseVersion is the nats-server release built and run, each in a
+	// directory of its own in the cache; empty: Version.
+	ReleaseVersion string
+}
 
 // Name implements local.Kind.
 func (Kind) Name() string { return "nats" }
@@ -40,29 +50,46 @@ func (Kind) Name() string { return "nats" }
 func (Kind) Product() string { return "NATS Server" }
 
 // Version implements local.Kind.
-func (Kind) Version() string { return Version }
-
-func natsBinary(cacheDir string) string {
-	return filepath.Join(cacheDir, "nats-server-"+Version, "nats-server")
+func (k Kind) Version() string {
+	if k.ReleaseVersion == "" {
+		return Version
+	}
+	return k.ReleaseVersion
 }
 
-// Install builds the pinned nats-server release from the Go module proxy
-// into cacheDir, unless already there. It needs the Go toolchain.
-func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	bin := natsBinary(cacheDir)
+// Release implements local.Releaser: any nats-server release from 2.10.0
+// on that the Go module proxy serves ("2.11.17"); whether it does is
+// known when it is built.
+func (k Kind) Release(version string) (local.Kind, error) {
+	if err := local.CheckRelease("nats-server", version, oldestRelease, "the JetStream config written"); err != nil {
+		return nil, err
+	}
+	k.ReleaseVersion = version
+	return k, nil
+}
+
+// binary is the nats-server executable of the release, under cacheDir.
+func (k Kind) binary(cacheDir string) string {
+	return filepath.Join(cacheDir, "nats-server-"+k.Version(), "nats-server")
+}
+
+// Install builds the nats-server release from the Go module proxy into
+// cacheDir, unless already there. It needs the Go toolchain.
+func (k Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
+	bin, version := k.binary(cacheDir), k.Version()
 	if _, err := os.Stat(bin); err == nil {
 		return nil
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("%w: the Go toolchain is needed to build nats-server %s from the Go module proxy: install Go, or build it yourself (go install github.com/nats-io/nats-server/v2@v%s) into %s",
-			local.ErrPrerequisite, Version, Version, filepath.Dir(bin))
+			local.ErrPrerequisite, version, version, filepath.Dir(bin))
 	}
-	logf("building nats-server %s from the Go module proxy into %s (about 30 s on first use)", Version, filepath.Dir(bin))
-	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+Version)
+	logf("building nats-server %s from the Go module proxy into %s (about 30 s on first use)", version, filepath.Dir(bin))
+	cmd := exec.CommandContext(ctx, goTool, "install", "github.com/nats-io/nats-server/v2@v"+version)
 	cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build nats-server %s: %w\n%s", Version, err, local.LastLines(string(out), 20))
+		return fmt.Errorf("build nats-server %s: %w\n%s", version, err, local.LastLines(string(out), 20))
 	}
 	return nil
 }
@@ -132,8 +159,8 @@ func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 }
 
 // Command implements local.Kind.
-func (Kind) Command(c *local.Cluster, n *local.Node) []string {
-	return []string{natsBinary(c.CacheDir), "-c", n.ConfigFile("nats.conf")}
+func (k Kind) Command(c *local.Cluster, n *local.Node) []string {
+	return []string{k.binary(c.CacheDir), "-c", n.ConfigFile("nats.conf")}
 }
 
 // Ready implements local.Kind: every node answers JetStream requests (in a
