@@ -16,8 +16,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/payload"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -100,24 +102,16 @@ func write(dir string, shape *Shape) (*Result, error) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		res.Files = append(res.Files, path)
+		if !slices.Contains(res.Files, path) {
+			res.Files = append(res.Files, path)
+		}
 		return nil
 	}
-	replay, replayErr := shape.Replay("capture-"+shape.Topic, CurveFile)
+	notes, replayErr := writeReplay(dir, shape, put)
 	if replayErr != nil && !errors.Is(replayErr, ErrNothingCaptured) {
 		return nil, replayErr
 	}
-	if replay != nil {
-		res.Notes = replay.Notes
-		if err := errors.Join(put(CurveFile, replay.Curve), put(WorkloadFile, replay.Workload)); err != nil {
-			return nil, err
-		}
-		// The replay must load as any workload does: checked here, not
-		// when the user first runs it.
-		if _, err := workload.Load(filepath.Join(dir, WorkloadFile)); err != nil {
-			return nil, fmt.Errorf("the replay workload does not load: %w", err)
-		}
-	}
+	res.Notes = notes
 	data, err := json.MarshalIndent(shape, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", ShapeFile, err)
@@ -130,4 +124,37 @@ func write(dir string, shape *Shape) (*Result, error) {
 		return nil, err
 	}
 	return res, replayErr
+}
+
+// writeReplay writes the replay of shape with put and checks that it
+// loads, and that its payloads can be made, as a run will make them:
+// a compressibility payloads of the replay's sizes cannot reach is left
+// out (and a note says so). It returns the replay's notes.
+func writeReplay(dir string, shape *Shape, put func(name string, data []byte) error) ([]string, error) {
+	name := "capture-" + shape.Topic
+	replay, err := shape.Replay(name, CurveFile, true)
+	if err != nil {
+		return nil, err
+	}
+	notes := replay.Notes
+	for {
+		if err := errors.Join(put(CurveFile, replay.Curve), put(WorkloadFile, replay.Workload)); err != nil {
+			return nil, err
+		}
+		w, err := workload.Load(filepath.Join(dir, WorkloadFile))
+		if err != nil {
+			return nil, fmt.Errorf("the replay workload does not load: %w", err)
+		}
+		if w.Compressibility == nil {
+			return notes, nil
+		}
+		_, err = payload.Generate(payload.Spec{Sizes: *w.MessageSizes, PoolSize: w.PayloadPoolSize, Compress: w.Compressibility, Seed: w.Seed})
+		if err == nil {
+			return notes, nil
+		}
+		notes = append(notes, fmt.Sprintf("the replay's payloads are random: %v", err))
+		if replay, err = shape.Replay(name, CurveFile, false); err != nil {
+			return nil, err
+		}
+	}
 }

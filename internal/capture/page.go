@@ -100,13 +100,17 @@ func (s *Shape) charts() ([]template.HTML, error) {
 		{"Message sizes", "bytes", "% of messages", true, false, []report.PlotSeries{sizes}},
 		{"Partitions", "partition", "messages", false, false, []report.PlotSeries{parts}},
 	}
-	if len(ranks.X) > 0 {
+	if len(ranks.X) > 1 {
 		all = append(all, chart{"Keys by rank", "rank", "messages", true, true, []report.PlotSeries{ranks, fitted}})
 	}
 	var out []template.HTML
 	for _, c := range all {
-		if len(c.lines[0].X) == 0 {
+		xs := c.lines[0].X
+		if len(xs) == 0 {
 			continue
+		}
+		if xs[0] == xs[len(xs)-1] { // one value: no scale to take the log of
+			c.logX, c.logY = false, false
 		}
 		svg, err := report.LineChart(c.title, c.x, c.y, c.logX, c.logY, c.lines)
 		if err != nil {

@@ -176,6 +176,9 @@ type KeyStats struct {
 	// ZipfExponent is the exponent of the Zipf distribution over Distinct
 	// keys that best explains Top (maximum likelihood); 0 without keys.
 	ZipfExponent float64 `json:"zipfExponent"`
+	// Uniform: every key was counted, and the counts are what uniformly
+	// drawn keys give (LooksUniform).
+	Uniform bool `json:"uniform"`
 	// TopShare is the share of keyed messages that carried the most
 	// frequent key.
 	TopShare float64 `json:"topShare"`
@@ -273,13 +276,14 @@ func (o *Observer) keyStats() KeyStats {
 		// Every key has a counter: the count of distinct keys is exact.
 		k.Distinct = uint64(len(counts))
 	}
-	fitted := counts
-	if o.top.Saturated() {
-		fitted = counts[:len(counts)/2] // the surest counts
-	}
-	ranked := make([]int64, len(fitted))
-	for i, c := range fitted {
+	ranked := make([]int64, len(counts))
+	for i, c := range counts {
 		ranked[i] = c.Count
+	}
+	if o.top.Saturated() {
+		ranked = ranked[:len(ranked)/2] // the surest counts
+	} else {
+		k.Uniform = LooksUniform(ranked)
 	}
 	k.ZipfExponent = FitZipf(ranked, o.keyed, int(min(k.Distinct, 1<<31)))
 	k.TopShare = float64(counts[0].Count) / float64(o.keyed)

@@ -82,3 +82,26 @@ func harmonic(n int, s float64) float64 {
 	// The sum from a to b by Euler-Maclaurin, less f(a), counted above.
 	return h + integral + (f(b)-f(a))/2 + (df(b)-df(a))/12
 }
+
+// LooksUniform reports whether counts, those of every key seen, are
+// what keys drawn uniformly would give: Pearson's chi-square statistic
+// below its mean plus three standard deviations (df + 3·sqrt(2·df)).
+// Sorted by count, uniform keys still fit a small Zipf exponent, since
+// sorting orders their noise; this test does not.
+func LooksUniform(counts []int64) bool {
+	if len(counts) < 2 {
+		return true
+	}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	expected := float64(total) / float64(len(counts))
+	var chi2 float64
+	for _, c := range counts {
+		d := float64(c) - expected
+		chi2 += d * d / expected
+	}
+	df := float64(len(counts) - 1)
+	return chi2 < df+3*math.Sqrt(2*df)
+}
