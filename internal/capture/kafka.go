@@ -15,7 +15,7 @@ import (
 var kafkaCodecs = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 // KafkaSource returns the Source of a Kafka topic, read from its end
-// without a consumer group (kafka.Tail). brokers are comma-separated
+// without a consumer group (kafka.Tailer). brokers are comma-separated
 // addresses, which replace the driver file's bootstrap.servers;
 // driverFile (empty: none) gives the connection and security settings
 // as for a run. A driver file of another broker is an error wrapping
@@ -37,8 +37,12 @@ func KafkaSource(brokers, driverFile, topic string) (Source, error) {
 			endpoints = append(endpoints, b)
 		}
 	}
+	tailer, err := kafka.NewTailer(dc, endpoints, topic)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, started func(int), each func(Record)) error {
-		return kafka.Tail(ctx, dc, endpoints, topic, started, func(r *kgo.Record) { each(kafkaRecord(r)) })
+		return tailer.Tail(ctx, started, func(r *kgo.Record) { each(kafkaRecord(r)) })
 	}, nil
 }
 

@@ -49,7 +49,7 @@ func TestRoundTrip(t *testing.T) {
 	addr := lazyBroker.Get(t).Addr
 	feed := &workload.Workload{
 		Name: "capture-feed", Format: workload.Native, Topics: 1, PartitionsPerTopic: 3, ProducersPerTopic: 1,
-		MessageSizes: &payload.Sizes{Buckets: []payload.Bucket{{Min: 100, Max: 200, Weight: 3}, {Min: 1000, Max: 2000, Weight: 1}}},
+		MessageSizes:    &payload.Sizes{Buckets: []payload.Bucket{{Min: 100, Max: 200, Weight: 3}, {Min: 1000, Max: 2000, Weight: 1}}},
 		Compressibility: &payload.Compressibility{Codec: "zstd", Ratio: 0.5}, PayloadPoolSize: 1000,
 		KeyDistributor: payload.ZipfKey, KeyCount: 200, KeyZipfExponent: 1.0,
 		RateProfile: &workload.RateProfile{Steps: steps}, Duration: 12 * time.Second, Seed: 1,

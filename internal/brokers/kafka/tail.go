@@ -20,25 +20,37 @@ const (
 	tailFetchPartitionBytes = 1 << 20
 )
 
-// Tail reads topic as it is written, without disturbing it: a client of
-// no consumer group (nothing joins, nothing is committed) reads every
-// partition from the end offset it has when Tail is called. dc gives the
+// Tailer reads one topic as it is written, without disturbing it: a
+// client of no consumer group (nothing joins, nothing is committed) reads
+// every partition from the end offset it has when Tail is called.
+type Tailer struct {
+	cfg   *config
+	topic string
+}
+
+// NewTailer validates the settings of a Tailer of topic: dc gives the
 // connection and security settings, as for a run (nil: plaintext to
-// endpoints); endpoints, when set, replace its bootstrap.servers.
-// started is called once with the topic's partition count before the
-// first record; each is called for every record, from one goroutine, and
-// must not keep the record. Tail returns nil when ctx ends, an error
-// wrapping workload.ErrInvalid for bad settings or a topic that does not
-// exist, or the broker's error. Partitions added after the call are not
-// read.
-func Tail(ctx context.Context, dc *workload.DriverConfig, endpoints []string, topic string, started func(partitions int), each func(*kgo.Record)) error {
+// endpoints); endpoints, when set, replace its bootstrap.servers. Bad
+// settings are errors wrapping workload.ErrInvalid.
+func NewTailer(dc *workload.DriverConfig, endpoints []string, topic string) (*Tailer, error) {
 	if dc == nil {
 		dc = &workload.DriverConfig{Name: "kafka", Source: "--broker", Format: workload.Native}
 	}
 	cfg, err := parseConfig(dc, endpoints, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &Tailer{cfg: cfg, topic: topic}, nil
+}
+
+// Tail reads the topic until ctx ends. started is called once with the
+// topic's partition count before the first record; each is called for
+// every record, from the calling goroutine, and must not keep the
+// record. Tail returns nil when ctx ends, an error wrapping
+// workload.ErrInvalid for a topic that does not exist, or the broker's
+// error. Partitions added after the call are not read.
+func (t *Tailer) Tail(ctx context.Context, started func(partitions int), each func(*kgo.Record)) error {
+	cfg, topic := t.cfg, t.topic
 	admin, err := kgo.NewClient(cfg.clientOpts(scopeClient)...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
