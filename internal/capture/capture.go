@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/payload"
@@ -81,10 +82,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	readCtx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	started := time.Now()
+	var read atomic.Int64
+	stopProgress := progress(readCtx, log, started, o.Duration, &read)
 	err := o.Source(readCtx, func(partitions int) {
 		obs.Partitions = partitions
 		fmt.Fprintf(log, "capture: reading %s (%d partitions) from its end for %v; Ctrl-C ends it and writes what was read\n", o.Topic, partitions, o.Duration)
-	}, obs.Observe)
+	}, func(r Record) {
+		obs.Observe(r)
+		read.Add(1)
+	})
+	stopProgress()
 	if err != nil {
 		return nil, fmt.Errorf("capture %s: %w", o.Topic, err)
 	}
@@ -92,6 +99,36 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	shape := obs.Shape(o.Topic, started, ended, ctx.Err() != nil)
 	fmt.Fprintf(log, "capture: %d messages in %.0f s\n", shape.Messages, shape.Seconds)
 	return write(o.OutDir, shape)
+}
+
+// progressEvery is how often a capture says how far it is.
+const progressEvery = 10 * time.Second
+
+// progress says on log, every progressEvery until ctx ends, how long the
+// capture has read of its duration and how many messages (read); the
+// function it returns stops it and waits until it has.
+func progress(ctx context.Context, log io.Writer, started time.Time, duration time.Duration, read *atomic.Int64) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case now := <-tick.C:
+				fmt.Fprintf(log, "capture: %v of %v, %d messages\n", now.Sub(started).Round(time.Second), duration, read.Load())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // write writes the files of shape into dir.

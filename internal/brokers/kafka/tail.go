@@ -22,7 +22,9 @@ const (
 
 // Tailer reads one topic as it is written, without disturbing it: a
 // client of no consumer group (nothing joins, nothing is committed) reads
-// every partition from the end offset it has when Tail is called.
+// every partition from the end offset it has when Tail is called. Its
+// settings are fixed once made; each call of Tail reads with a client of
+// its own.
 type Tailer struct {
 	cfg   *config
 	topic string
