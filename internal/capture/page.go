@@ -74,10 +74,11 @@ func (s *Shape) charts() ([]template.HTML, error) {
 	for i, n := range s.Rate.PerSecond {
 		rate.X, rate.Y = append(rate.X, float64(i)), append(rate.Y, float64(n))
 	}
-	sizes.Label = "share of messages per size bin"
+	sizes.Label = "messages of at most this size"
+	var below int64
 	for _, b := range s.Sizes.Buckets {
-		mid := math.Sqrt(float64(max(b.Min, 1)) * float64(max(b.Max, 1)))
-		sizes.X, sizes.Y = append(sizes.X, mid), append(sizes.Y, 100*float64(b.Count)/float64(s.Messages))
+		below += b.Count
+		sizes.X, sizes.Y = append(sizes.X, float64(max(b.Max, 1))), append(sizes.Y, 100*float64(below)/float64(s.Messages))
 	}
 	ranks.Label, fitted.Label = "captured", fmt.Sprintf("Zipf, exponent %.3f over %d keys", s.Keys.ZipfExponent, s.Keys.Distinct)
 	h := harmonic(int(min(s.Keys.Distinct, 1<<31)), s.Keys.ZipfExponent)
@@ -97,7 +98,7 @@ func (s *Shape) charts() ([]template.HTML, error) {
 	}
 	all := []chart{
 		{"Rate", "seconds from the first message", "msg/s", false, false, []report.PlotSeries{rate}},
-		{"Message sizes", "bytes", "% of messages", true, false, []report.PlotSeries{sizes}},
+		{"Message sizes", "bytes", "% of messages (cumulative)", true, false, []report.PlotSeries{sizes}},
 		{"Partitions", "partition", "messages", false, false, []report.PlotSeries{parts}},
 	}
 	if len(ranks.X) > 1 {
