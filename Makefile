@@ -136,6 +136,7 @@ fuzz:
 	$(GO) test ./internal/kube/kubeapi -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/distributed -run '^$$' -fuzz '^FuzzDecodeAssignment$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/history -run '^$$' -fuzz '^FuzzFromOMB$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/capture -run '^$$' -fuzz '^FuzzObserve$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -101,6 +101,6 @@ accounting. It reads its own workload format and OpenMessaging Benchmark files.`
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newCleanCmd(io), newVersionCmd(io), newWorkerCmd(io), newK8sCmd(io), newHistoryCmd(io))
+	root.AddCommand(newRunCmd(io), newStudyCmd(io), newReportCmd(io), newCompareCmd(io), newLocalCmd(io), newCleanCmd(io), newVersionCmd(io), newWorkerCmd(io), newK8sCmd(io), newHistoryCmd(io), newCaptureCmd(io))
 	return root
 }

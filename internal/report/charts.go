@@ -777,3 +777,17 @@ func (in *Input) hasSystem() bool {
 	}
 	return false
 }
+
+// LineChart draws lines as the report draws its charts and returns the
+// SVG, for pages of brokerbench's own besides the report (a capture's).
+// A log axis needs every value on it above 0.
+func LineChart(title, xLabel, yLabel string, logX, logY bool, lines []PlotSeries) ([]byte, error) {
+	ss := make([]series, len(lines))
+	for i, l := range lines {
+		ss[i].label = l.Label
+		for j := range min(len(l.X), len(l.Y)) {
+			ss[i].xy = append(ss[i].xy, plotter.XY{X: l.X[j], Y: l.Y[j]})
+		}
+	}
+	return render(title, xLabel, yLabel, logX, logY, ss)
+}
