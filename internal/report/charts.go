@@ -789,5 +789,5 @@ func LineChart(title, xLabel, yLabel string, logX, logY bool, lines []PlotSeries
 			ss[i].xy = append(ss[i].xy, plotter.XY{X: l.X[j], Y: l.Y[j]})
 		}
 	}
-	return render(title, xLabel, yLabel, logX, logY, ss)
+	return render(title, xLabel, yLabel, axes{logX: logX, logY: logY}, ss)
 }
