@@ -117,7 +117,7 @@ func ombDriverName(class string) (string, bool, []string) {
 // A list (OMB's amqpUris) is kept as its items joined by commas.
 var ombTopLevelSettings = []string{"natsHostUrl", "redisHost", "redisPort", "redisUser", "redisPass", "jedisPoolMaxTotal", "jedisPoolMaxIdle",
 	"amqpUris", "messagePersistence", "queueType", "producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize",
-	"nsqdHost", "lookupHost"}
+	"nsqdHost", "lookupHost", "brokerAddress"}
 
 // LoadDriver reads a driver config file (OMB or brokerbench format).
 func LoadDriver(path string) (*DriverConfig, error) {
