@@ -13,7 +13,8 @@
 // receive on a link to the queue's fully qualified name (TOPIC::QUEUE)
 // with the configured credit, and accept each message after the runner
 // consumed it (at least once). A queue keeps each producer's messages in
-// order for a consumer: deliveries are lane 0.
+// order for a consumer: deliveries are lane 0. A re-read browses the
+// queue.
 //
 // Without a management address (managementAddress empty) the driver
 // speaks plain AMQP 1.0 to any broker: producers send to the topic's
@@ -59,13 +60,16 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	}
 	d := &Driver{cfg: cfg, opts: opts}
 	if cfg.management == "" {
-		return uncounted{d}, nil
+		return uncounted{d, d}, nil
 	}
 	return d, nil
 }
 
 // uncounted is a driver without its driver.WrittenCounter.
-type uncounted struct{ driver.Driver }
+type uncounted struct {
+	driver.Driver
+	driver.Rereader
+}
 
 // dial opens an AMQP connection to the broker, over TLS when
 // configured, authenticated with SASL PLAIN when a user is given and
