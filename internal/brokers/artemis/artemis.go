@@ -52,7 +52,8 @@ var (
 )
 
 // New validates dc; connections are made on first use. Without a
-// management address the driver counts no written messages.
+// management address the driver neither counts written messages nor
+// reads the broker again.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
 	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
@@ -60,16 +61,14 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	}
 	d := &Driver{cfg: cfg, opts: opts}
 	if cfg.management == "" {
-		return uncounted{d, d}, nil
+		return uncounted{d}, nil
 	}
 	return d, nil
 }
 
-// uncounted is a driver without its driver.WrittenCounter.
-type uncounted struct {
-	driver.Driver
-	driver.Rereader
-}
+// uncounted is a driver without its driver.WrittenCounter and
+// driver.Rereader, which need the management address.
+type uncounted struct{ driver.Driver }
 
 // dial opens an AMQP connection to the broker, over TLS when
 // configured, authenticated with SASL PLAIN when a user is given and

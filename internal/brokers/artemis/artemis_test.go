@@ -186,3 +186,19 @@ func TestEffectiveConfigHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutManagement: a driver without a management address, for an
+// AMQP 1.0 broker other than Artemis, offers no written count and no
+// re-read, which need it.
+func TestWithoutManagement(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "artemis", Source: "test", Common: workload.Properties{{Key: "managementAddress", Value: ""}}}, driver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.(driver.WrittenCounter); ok {
+		t.Error("the driver counts written messages without a management address")
+	}
+	if _, ok := d.(driver.Rereader); ok {
+		t.Error("the driver re-reads without a management address")
+	}
+}

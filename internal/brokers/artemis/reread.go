@@ -18,16 +18,13 @@ const rereadCredit = 1000
 // (a receiver with AMQP's distribution mode "copy", which takes no
 // message from the queue) for as many messages as the queue counts. With
 // the run's consumers closed, the queue holds every message they did not
-// accept. Without a management address the driver cannot count the
-// queue: its error wraps driver.ErrNoReread.
+// accept. A driver without a management address, which cannot count
+// the queue, does not offer it (see New).
 func (d *Driver) Reread(ctx context.Context, topic, subscription string, found func(value []byte)) error {
 	q := queueName(topic, subscription)
 	_, m, err := d.adminConn(ctx)
 	if err != nil {
 		return fmt.Errorf("re-read queue %s: %w", q, err)
-	}
-	if m == nil {
-		return fmt.Errorf("re-read queue %s: %w: without a management address the driver cannot count what the queue holds", q, driver.ErrNoReread)
 	}
 	var count int64
 	if err := m.attribute(ctx, "queue."+q, "messageCount", &count); err != nil {
