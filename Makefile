@@ -110,6 +110,8 @@ fuzz:
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzSizes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/changepoint -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzDecodeReply$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pacer -run '^$$' -fuzz '^FuzzReadCurve$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/maxrate -run '^$$' -fuzz '^FuzzParseSLO$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/workload -run '^$$' -fuzz '^FuzzParseStudy$$' -fuzztime $(FUZZTIME)

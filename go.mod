@@ -3,6 +3,7 @@ module github.com/brokerbench/brokerbench
 go 1.26.8
 
 require (
+	github.com/Azure/go-amqp v1.7.0
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/apache/pulsar-client-go v0.21.0

@@ -58,8 +58,10 @@ func StartCluster(port, nodes int, configure func(*local.Cluster)) (*Broker, err
 }
 
 // StartLocal starts one broker of a kind brokerbench runs locally
-// ("nats", "redis"), as 'local up KIND' would, on port.
-func StartLocal(kind string, port int) (*Broker, error) {
+// ("nats", "redis"), as 'local up KIND' would, on port; configure, if
+// not nil, adjusts it before it starts (its listeners, for a secured
+// broker).
+func StartLocal(kind string, port int, configure func(*local.Cluster)) (*Broker, error) {
 	c, err := brokers.NewLocal(kind, port, 1)
 	if err != nil {
 		return nil, err
@@ -69,6 +71,9 @@ func StartLocal(kind string, port int) (*Broker, error) {
 		return nil, err
 	}
 	c.StateDir, c.Log = dir, os.Stderr
+	if configure != nil {
+		configure(c)
+	}
 	return up(c, dir, Local(kind))
 }
 
@@ -136,7 +141,13 @@ func NewLazy(port int) *Lazy {
 // NewLazyLocal returns a broker of another kind (see StartLocal) to be
 // started on port when a test first asks.
 func NewLazyLocal(kind string, port int) *Lazy {
-	return &Lazy{what: Local(kind), start: func() (*Broker, error) { return StartLocal(kind, port) }}
+	return NewLazyLocalWith(kind, port, nil)
+}
+
+// NewLazyLocalWith is NewLazyLocal with a function that adjusts the
+// broker before it starts (see StartLocal).
+func NewLazyLocalWith(kind string, port int, configure func(*local.Cluster)) *Lazy {
+	return &Lazy{what: Local(kind), start: func() (*Broker, error) { return StartLocal(kind, port, configure) }}
 }
 
 // Get starts the broker if it is not running yet and returns it; it

@@ -4,6 +4,7 @@
 package all
 
 import (
+	_ "github.com/brokerbench/brokerbench/internal/brokers/artemis"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/memory"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/mqtt"

@@ -1,0 +1,46 @@
+package artemis
+
+import (
+	"strings"
+
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
+)
+
+// LocalKind is the kind of local broker brokerbench starts for Artemis:
+// one broker. Its port is that of Artemis' own default acceptor, 61616,
+// which speaks AMQP 1.0 as well as Artemis' core protocol; AMQP's usual
+// 5672 is RabbitMQ's.
+var LocalKind = &brokers.Local{Kind: "artemis", Port: 61616, New: NewLocal, MaxNodes: 1,
+	NoLinks: "brokerbench does not carry a local Artemis broker's connections through the link proxy yet",
+	Help: "ActiveMQ Artemis (artemis) is installed from Maven Central (needs Java 17+ and Maven) and " +
+		"runs one broker on 127.0.0.1:61616, AMQP 1.0 and Artemis' core protocol on one acceptor; " +
+		"--heap-mb sets its heap.",
+}
+
+func init() {
+	brokers.Register(brokers.Module{
+		Name: "artemis", New: New, EndpointSetting: "url", LocalListener: localListener,
+		// A topic is an address without partitions; a subscription's
+		// queue holds only what was routed to it after it was made; one
+		// broker keeps no replicas of its own.
+		Capabilities: driver.Capabilities{Written: true},
+		Local:        LocalKind,
+		NoMetrics: "Artemis serves its metrics over JMX and its web console's Jolokia, and as Prometheus text only " +
+			"with a metrics plugin it does not ship",
+		OMBClasses:  []string{"io.openmessaging.benchmark.driver.artemis.ArtemisBenchmarkDriver"},
+		OMBTopLevel: []string{"brokerAddress"},
+		Docs:        "docs/drivers/artemis.md",
+	})
+}
+
+// localListener names the listener of a local broker a driver with
+// config dc reaches: "tls" when it connects over TLS.
+func localListener(dc *workload.DriverConfig) string {
+	u, _ := dc.Common.Get("url")
+	if v, _ := dc.Common.Get("tls"); v == "true" || strings.HasPrefix(u, "amqps://") {
+		return "tls"
+	}
+	return "plain"
+}

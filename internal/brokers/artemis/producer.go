@@ -1,0 +1,181 @@
+package artemis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/go-amqp"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+)
+
+// NewProducer implements driver.Driver: a sender link to the topic's
+// address on a connection of its own, whose messages the broker settles
+// once it accepted them.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	conn, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := conn.NewSession(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("AMQP session: %w", err)
+	}
+	// The "topic" capability has a broker that creates addresses on
+	// demand make a multicast one.
+	sender, err := sess.NewSender(ctx, spec.Topic, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: []string{"topic"}})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open a sender to topic %q: %w", spec.Topic, err)
+	}
+	p := &producer{conn: conn, sender: sender, ack: ack, durable: d.cfg.durable,
+		sent: make(chan sent, max(1, spec.MaxInFlight)), acked: make(chan struct{})}
+	go p.acknowledge()
+	return p, nil
+}
+
+// producer sends to one topic over one sender link. Send is called by
+// one goroutine at a time; one goroutine of its own waits for the
+// broker's settlements, in the order of the sends, and calls the
+// AckFunc.
+type producer struct {
+	conn    *amqp.Conn
+	sender  *amqp.Sender
+	ack     driver.AckFunc
+	durable bool
+	sent    chan sent
+	acked   chan struct{}
+	// mu guards closed, so that no Send counts a message pending once
+	// Close waits for them.
+	mu      sync.Mutex
+	closed  bool
+	pending sync.WaitGroup
+	closing sync.Once
+}
+
+// sent is a message handed to the broker and its receipt, or the error
+// that kept it from being sent.
+type sent struct {
+	m       *driver.Message
+	receipt amqp.SendReceipt
+	err     error
+}
+
+// message returns the AMQP message m is sent as: made on m's first use
+// and kept in its DriverState, so that sending it again does not
+// allocate.
+func (p *producer) message(m *driver.Message) *amqp.Message {
+	msg, ok := m.DriverState.(*amqp.Message)
+	if !ok {
+		msg = &amqp.Message{Header: &amqp.MessageHeader{Durable: p.durable}, Data: make([][]byte, 1)}
+		m.DriverState = msg
+	}
+	msg.Data[0] = m.Value
+	return msg
+}
+
+// Send implements driver.Producer. go-amqp encodes the message and
+// writes it before SendWithReceipt returns; it waits while the broker
+// gives the link no credit.
+func (p *producer) Send(ctx context.Context, m *driver.Message) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.ack(m, sendError{errors.New("producer closed")})
+		return
+	}
+	p.pending.Add(1)
+	p.mu.Unlock()
+	receipt, err := p.sender.SendWithReceipt(ctx, p.message(m), nil)
+	if err != nil {
+		err = sendError{err}
+	}
+	p.sent <- sent{m: m, receipt: receipt, err: err}
+}
+
+// acknowledge calls the AckFunc for every message sent, once the broker
+// settled it, until Close.
+func (p *producer) acknowledge() {
+	defer close(p.acked)
+	for s := range p.sent {
+		err := s.err
+		if err == nil {
+			err = settlement(s.receipt.Wait(context.Background()))
+		}
+		p.ack(s.m, err)
+		p.pending.Done()
+	}
+}
+
+// settlement is the error of a message the broker settled with state,
+// or nil if it accepted it.
+func settlement(state amqp.DeliveryState, err error) error {
+	switch st := state.(type) {
+	case nil:
+		if err == nil {
+			err = errors.New("settled without an outcome")
+		}
+		return sendError{err}
+	case *amqp.StateAccepted:
+		return nil
+	case *amqp.StateRejected:
+		if st.Error != nil {
+			return sendError{st.Error}
+		}
+		return sendError{errors.New("rejected")}
+	default:
+		return sendError{fmt.Errorf("settled as %T", st)}
+	}
+}
+
+// Flush implements driver.Producer.
+func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.pending) }
+
+// Close implements driver.Producer: the connection closes, which fails
+// every message the broker has not settled, and each is acknowledged or
+// failed before Close returns.
+func (p *producer) Close() {
+	p.closing.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		_ = p.conn.Close()
+		p.pending.Wait()
+		close(p.sent)
+		<-p.acked
+	})
+}
+
+// sendError gives send errors a short kind for failure counts.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }
+
+// Kind names the error: the AMQP error's condition (amqp:... without
+// its prefix), or the condition.
+func (e sendError) Kind() string {
+	var (
+		ae *amqp.Error
+		le *amqp.LinkError
+		ce *amqp.ConnError
+	)
+	switch {
+	case errors.As(e.err, &ae) && ae.Condition != "":
+		return strings.ToUpper(strings.TrimPrefix(string(ae.Condition), "amqp:"))
+	case errors.As(e.err, &le):
+		return "LINK_CLOSED"
+	case errors.As(e.err, &ce):
+		return "CONNECTION_CLOSED"
+	case errors.Is(e.err, context.Canceled):
+		return "CANCELED"
+	case errors.Is(e.err, context.DeadlineExceeded):
+		return "TIMEOUT"
+	default:
+		return "other"
+	}
+}
