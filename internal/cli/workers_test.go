@@ -111,8 +111,16 @@ func TestRunAcrossWorkerProcesses(t *testing.T) {
 	if acked != res.Measured.Acked {
 		t.Errorf("workers measured %d acknowledgements, the merged run %d", acked, res.Measured.Acked)
 	}
-	if d.StartSpreadMs > 100 {
-		t.Errorf("the workers started %.3f ms apart", d.StartSpreadMs)
+	// The workers start at one instant: apart by no more than 100 ms
+	// and what this machine's scheduler made a timer wait (a worker's
+	// start is a timer too). Without the barrier they start one after
+	// another, a round trip and a setup apart.
+	limit := 100.0
+	if sd := res.Measured.SchedulingDelay; sd != nil {
+		limit += sd.Max
+	}
+	if d.StartSpreadMs > limit {
+		t.Errorf("the workers started %.3f ms apart (limit %.0f ms)", d.StartSpreadMs, limit)
 	}
 	for _, want := range []string{"3 workers (placement spread)", "127.0.0.12:39772"} {
 		if !strings.Contains(stdout, want) {
