@@ -130,12 +130,23 @@ func loadRunInput(path string, o *RunOptions) (*runInput, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	in := &runInput{path: path}
-	var err error
-	if in.w, err = workload.Load(path); err != nil {
+	w, err := workload.Load(path)
+	if err != nil {
 		return nil, err
 	}
-	w := in.w
+	dc, err := driverConfig(w, o.DriverFile)
+	if err != nil {
+		return nil, err
+	}
+	return checkRunInput(&runInput{path: path, w: w, dc: dc}, o)
+}
+
+// checkRunInput checks in's workload and driver config (read from a file,
+// or already in memory) and the options that depend on them, and fills
+// in what they ask for.
+func checkRunInput(in *runInput, o *RunOptions) (*runInput, error) {
+	w, path := in.w, in.path
+	var err error
 	if err := applyOverrides(w, o.Overrides); err != nil {
 		return nil, err
 	}
@@ -167,9 +178,6 @@ func loadRunInput(path string, o *RunOptions) (*runInput, error) {
 	in.existing = splitList(o.Topics)
 	if n := len(in.existing); n > 0 && n != w.Topics {
 		return nil, badInputf("--topic names %d topics but the workload has %d", n, w.Topics)
-	}
-	if in.dc, err = driverConfig(w, o.DriverFile); err != nil {
-		return nil, err
 	}
 	if _, known := brokers.Lookup(in.dc.Name); !known {
 		return nil, &Error{Kind: BadInput, Err: brokers.UnknownDriver(in.dc)}
@@ -218,6 +226,30 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	_, err = run(ctx, io, in, o)
+	return err
+}
+
+// RunLoaded makes one run of w with the driver config dc, both already
+// in memory, as Run does of a workload file (o.DriverFile is not read):
+// it returns the run's results, when it measured any, beside its
+// verdict. w.Source names the workload in messages.
+func RunLoaded(ctx context.Context, io IO, w *workload.Workload, dc *workload.DriverConfig, o RunOptions) (*results.Run, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	in, err := checkRunInput(&runInput{path: w.Source, w: w, dc: dc}, &o)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, io, in, o)
+}
+
+// run is the run sequence of Run and RunLoaded: it makes the run in asks
+// for on its target (watching for interrupts), prints its summary,
+// writes its files, records it, and returns its results (nil if it
+// measured nothing) and its verdict as an error of its Kind.
+func run(ctx context.Context, io IO, in *runInput, o RunOptions) (*results.Run, error) {
 	w, dc := in.w, in.dc
 	for _, n := range w.Notes {
 		fmt.Fprintf(io.Err, "note: %s\n", n)
@@ -229,17 +261,17 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 	tgt.wantCluster(o.Local.Brokers, nil, w)
 	tgt.local.Links = tgt.local.Links || o.Local.Links
 	if len(w.Faults) > 0 && !tgt.usesLocal(dc) && !makesOwnFaults(dc.Name) {
-		return badInputf("%s: the workload has a fault schedule; %s", w.Source, faultsNeedLocal(dc.Name))
+		return nil, badInputf("%s: the workload has a fault schedule; %s", w.Source, faultsNeedLocal(dc.Name))
 	}
 	ses := newSession(io, tgt, sig)
 	closeOutputs, err := o.startOutputs(io, ses)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeOutputs()
 	exec, stopWorkers, err := in.executor(io, &o, tgt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stopWorkers()
 	id := runner.NewID()
@@ -262,14 +294,14 @@ func Run(ctx context.Context, io IO, path string, o RunOptions) error {
 	})
 	if res == nil {
 		if IsKinded(runErr) {
-			return runErr
+			return nil, runErr
 		}
-		return WithKind(KindOf(runErr), setupAdvice(runErr))
+		return nil, WithKind(KindOf(runErr), setupAdvice(runErr))
 	}
 	if storeErr == nil {
 		recordHistory(io.Err, o.History, history.Stored{Run: res, Path: out})
 	}
-	return verdict(res, runErr, storeErr)
+	return res, verdict(res, runErr, storeErr)
 }
 
 // runOutputs are a run's own outputs: its summary, its results file at

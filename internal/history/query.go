@@ -142,11 +142,14 @@ func (s *Series) Values(metric string) ([]float64, []Record) {
 }
 
 // Group splits records (oldest first) into series, in the order of their
-// first run.
+// first run. Reruns (IsRerun) are in no series.
 func Group(recs []Record) []Series {
 	var out []Series
 	at := map[string]int{}
 	for _, r := range recs {
+		if IsRerun(&r) {
+			continue
+		}
 		k := r.Series()
 		i, ok := at[k]
 		if !ok {

@@ -152,7 +152,7 @@ func FromRun(r *results.Run, path string, labels map[string]string) (Record, err
 			Hostname: e.Hostname, CPUModel: e.CPUModel, CPUCores: e.CPUCores, MemoryBytes: e.MemoryBytes,
 			OS: e.OS, Kernel: e.Kernel, Arch: e.Arch,
 		},
-		Figures: figures(r),
+		Figures: Figures(r),
 		Verdict: results.Judge(r).Kind.String(),
 		File:    abs,
 	}
@@ -224,8 +224,8 @@ func settings(d results.Driver) map[string]string {
 	return m
 }
 
-// figures are the run's summary figures by metric name.
-func figures(r *results.Run) map[string]float64 {
+// Figures are the run's summary figures by metric name.
+func Figures(r *results.Run) map[string]float64 {
 	m := r.Measured
 	f := map[string]float64{
 		"publishRate": m.PublishRate, "consumeRate": m.ConsumeRate,
