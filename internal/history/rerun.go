@@ -148,12 +148,34 @@ func ReportReruns(w io.Writer, reran []*Reran, threshold float64) error {
 			fmt.Fprintf(w, "  reruns of %s: %s\n", r.Last.ID, values(r.Before, c.Metric))
 			fmt.Fprintf(w, "  reruns of %s: %s\n", r.First.ID, values(r.After, c.Metric))
 		}
+		for _, d := range unrepeated(&r.Last, &r.First) {
+			fmt.Fprintf(w, "  not repeated by the reruns, made by this brokerbench on this machine: %s %s -> %s\n", d.What, orNone(d.A), orNone(d.B))
+		}
 	}
 	fmt.Fprintf(w, "%d change point(s) confirmed by reruns, %d dismissed; %d confirmed regression(s) beyond %.0f%%\n", confirmed, dismissed, regressions, 100*threshold)
 	if regressions > 0 {
 		return fmt.Errorf("%w: %d change point(s) worse by %.0f%% or more, confirmed by reruns", ErrRegression, regressions, 100*threshold)
 	}
 	return nil
+}
+
+// ranOn are the differences of Diff a rerun does not repeat: it is made
+// by the brokerbench running it, on its machine.
+var ranOn = map[string]bool{
+	"brokerbench version": true, "brokerbench commit": true, "go version": true, "machine": true,
+	"cpu model": true, "cpu cores": true, "memory": true, "kernel": true, "os": true,
+}
+
+// unrepeated lists what differs between a and b that their reruns do
+// not repeat: a change there the reruns can neither confirm nor dismiss.
+func unrepeated(a, b *Record) []Difference {
+	var out []Difference
+	for _, d := range Diff(a, b) {
+		if ranOn[d.What] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // relative is the change from a to b in percent, signed.

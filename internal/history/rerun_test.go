@@ -104,6 +104,26 @@ func TestRerunConfirmsOrDismisses(t *testing.T) {
 	}
 }
 
+// TestRerunsSayWhatTheyDoNotRepeat: a change of brokerbench between the
+// two sides is not repeated by reruns, all made by one brokerbench: the
+// report says so.
+func TestRerunsSayWhatTheyDoNotRepeat(t *testing.T) {
+	c := checkedSetting(t)
+	p := Pairs(c.Changes)[0]
+	p.First.Env.BrokerbenchCommit = "abc123"
+	runs := &fakeRuns{figures: map[string][]float64{"run-09": {2}, "run-10": {2}}}
+	reran, err := p.Rerun(context.Background(), 1, runs.again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	_ = ReportReruns(&out, []*Reran{reran}, 0.05)
+	want := "  not repeated by the reruns, made by this brokerbench on this machine: brokerbench commit (none) -> abc123\n"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "linger.ms") {
+		t.Errorf("report lacks %q, or names the setting the reruns repeat:\n%s", want, out.String())
+	}
+}
+
 // TestRerunStopsAtAnError: a rerun that fails ends the pair's reruns with
 // an error naming the run.
 func TestRerunStopsAtAnError(t *testing.T) {
