@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/brokerbench/brokerbench/internal/engine"
 	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/report"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
@@ -90,7 +91,7 @@ duplicated, ...; clientCpu, brokerCpu, otherCpu; maxRate.`,
 		return c, nil
 	}
 	cmd.AddCommand(newHistoryListCmd(io, read), newHistoryShowCmd(io, read), newHistoryTrendCmd(io, read),
-		newHistoryCompareCmd(io, read), newHistoryImportCmd(io, open), newHistoryCheckCmd(io, read), newHistoryReportCmd(io, read))
+		newHistoryCompareCmd(io, read), newHistoryImportCmd(io, open), newHistoryCheckCmd(io, open, read), newHistoryReportCmd(io, read))
 	return cmd
 }
 
@@ -277,10 +278,12 @@ is a hash of its content, its time the file's, its environment unknown.`,
 	return cmd
 }
 
-func newHistoryCheckCmd(io IO, read readHistory) *cobra.Command {
+func newHistoryCheckCmd(io IO, open func() (*history.Store, error), read readHistory) *cobra.Command {
 	var f filterFlags
 	var metrics []string
+	var reruns int
 	o := history.CheckOptions{Threshold: history.DefaultThreshold}
+	ro := engine.DefaultRunOptions()
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Find the runs at which a series changed level, and what changed; fail on a regression",
@@ -292,22 +295,41 @@ internal/changepoint). For each it prints the shift, its confidence and
 what changed between the last run before and the first run after it: the
 broker version, a driver setting, brokerbench's version, the machine.
 
-A series needs at least 10 runs (5 on either side of a change).
+A series needs at least 10 runs (5 on either side of a change). Runs
+labelled rerun=... (made by --rerun) are in no series.
+
+--rerun N makes the last run before and the first run after each change
+point again, N times each, alternately (before, after, before, ...): each
+its workload and effective driver settings from its results file, on
+--rerun-broker, else the local cluster (of each side's broker release,
+when the two differ). The reruns are recorded labelled rerun=<id of the
+run repeated>. A change is CONFIRMED when the reruns' means differ in its
+direction by at least half its size, else DISMISSED. A run whose results
+mask a secret setting cannot be made again: rerun it by hand with its
+driver file.
 
 Exit codes: 0 no regression beyond --threshold, 8 a regression beyond it
-(a change for the worse: lower rates, higher latencies), 2 invalid flags,
-1 the history could not be read.`,
+(a change for the worse: lower rates, higher latencies; with --rerun, one
+the reruns confirmed), 2 invalid flags or a run that cannot be made
+again, 1 the history could not be read or a rerun failed.`,
 		Example: `  brokerbench history check
   brokerbench history check --workload quick --metric e2e.p99 --threshold 0.1
-  brokerbench history check --label ci=nightly --since 30d`,
+  brokerbench history check --label ci=nightly --since 30d
+  brokerbench history check --workload quick --rerun 3`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			flt, err := f.filter()
 			if err != nil {
 				return err
 			}
 			if o.Threshold < 0 {
 				return usageError{errors.New("--threshold must not be negative")}
+			}
+			if reruns < 0 || reruns > history.MaxReruns {
+				return usageError{fmt.Errorf("--rerun must be between 1 and %d (0: no reruns), got %d", history.MaxReruns, reruns)}
+			}
+			if reruns == 0 && (cmd.Flags().Changed("rerun-broker") || cmd.Flags().Changed("local-port") || cmd.Flags().Changed("replace")) {
+				return usageError{errors.New("--rerun-broker, --local-port and --replace apply only with --rerun")}
 			}
 			c, err := read()
 			if err != nil {
@@ -318,11 +340,25 @@ Exit codes: 0 no regression beyond --threshold, 8 a regression beyond it
 			if err != nil {
 				return usageError{err}
 			}
-			return checked.Report(io.Out, o.Threshold)
+			err = checked.Report(io.Out, o.Threshold)
+			if reruns == 0 || err != nil && !errors.Is(err, history.ErrRegression) {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			ro.Given = cmd.Flags().Changed
+			given(cmd, &ro.Local)
+			ro.History = history.Recording{Path: s.Path}
+			return engine.Recheck(cmd.Context(), io, checked, reruns, o.Threshold, ro)
 		},
 	}
 	f.add(cmd.Flags(), "check the runs")
 	fl := cmd.Flags()
+	fl.IntVar(&reruns, "rerun", 0, fmt.Sprintf("make the runs on either side of each change point again, this many times each (1 to %d), alternately, and fail only on the regressions the reruns confirm", history.MaxReruns))
+	fl.StringVar(&ro.Broker, "rerun-broker", ro.Broker, "with --rerun: broker address(es) to rerun on, comma-separated (default: the local cluster)")
+	addLocalTarget(fl, &ro.Local)
 	fl.StringSliceVar(&metrics, "metric", nil, "metrics to check, comma-separated or repeated (default "+strings.Join(history.DefaultCheckMetrics, ",")+")")
 	fl.Float64Var(&o.Threshold, "threshold", o.Threshold, "smallest relative shift of a regression that fails the check (0.05: 5%)")
 	fl.BoolVar(&o.AllRuns, "all-runs", o.AllRuns, "also check runs whose verdict is interrupted, failed, disturbed or load-generator-bound (on a shared CI machine)")

@@ -66,7 +66,35 @@ func TestHistoryCheckNamesTheSetting(t *testing.T) {
 		t.Errorf("%d changes named, want the setting alone:\n%s", n, stdout)
 	}
 
-	// list and trend see the 20 runs.
+	// The reruns of the last 1 ms run and the first 5 ms run, from their
+	// results files, confirm the regression.
+	t.Chdir(dir) // the reruns' results files
+	code, stdout, stderr = execute("history", "--history", store, "check", "--label", "test=delay", "--metric", "publish.p50", "--all-runs", "--rerun", "2")
+	if code != ExitRegression {
+		t.Errorf("check --rerun 2: exit %d, want %d\n%s%s", code, ExitRegression, stdout, stderr)
+	}
+	for _, want := range []string{
+		"publish.p50 CONFIRMED by 2 rerun(s) of each side: ",
+		"  reruns of " + firstSlow + ": ",
+		"1 change point(s) confirmed by reruns, 0 dismissed; 1 confirmed regression(s) beyond 5%",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check --rerun's report lacks %q:\n%s", want, stdout)
+		}
+	}
+	c, err := history.Open(store).Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reruns := c.Select(history.Filter{Labels: map[string]string{history.RerunLabel: firstSlow, "test": "delay"}}); len(reruns) != 2 {
+		t.Errorf("%d reruns of %s recorded with its labels, want 2", len(reruns), firstSlow)
+	}
+
+	// list sees the reruns; trend, the series, the 20 runs alone.
+	code, stdout, _ = execute("history", "--history", store, "list", "--label", "test=delay")
+	if code != ExitOK || !strings.Contains(stdout, "24 run(s)") {
+		t.Errorf("list: exit %d\n%s", code, stdout)
+	}
 	code, stdout, _ = execute("history", "--history", store, "trend", "publish.p50", "--workload", "memory-latency")
 	if code != ExitOK || !strings.Contains(stdout, "20 run(s)") {
 		t.Errorf("trend: exit %d\n%s", code, stdout)
@@ -89,6 +117,9 @@ func TestHistoryCommandErrors(t *testing.T) {
 		{[]string{"compare", "a"}, ExitInvalidInput, "exactly two run ids"},
 		{[]string{"import", "does-not-exist"}, ExitInvalidInput, "does-not-exist"},
 		{[]string{"check"}, ExitOK, "0 series checked"},
+		{[]string{"check", "--rerun", "11"}, ExitInvalidInput, "--rerun must be between 1 and 10"},
+		{[]string{"check", "--rerun-broker", "127.0.0.1:9092"}, ExitInvalidInput, "apply only with --rerun"},
+		{[]string{"check", "--rerun", "2"}, ExitOK, "0 change point(s) confirmed by reruns"},
 		{[]string{"list"}, ExitOK, "0 run(s)"},
 	} {
 		code, stdout, stderr := execute(append([]string{"history", "--history", store}, tc.args...)...)
