@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "github.com/brokerbench/brokerbench/internal/brokers/kafka"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/secret"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -79,6 +82,64 @@ func TestDriverFromResults(t *testing.T) {
 		_, err := DriverFromResults(results.Driver{Name: "kafka", Effective: tc.effective})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestRecheckRefusesBeforeRunning: what makes a recheck refuse before
+// any rerun is made, as invalid input naming the run and what to do.
+func TestRecheckRefusesBeforeRunning(t *testing.T) {
+	dir := t.TempDir()
+	masked := filepath.Join(dir, "masked.json")
+	res := &results.Run{
+		Schema: results.Schema, ID: "masked-run", Workload: &workload.Workload{Name: "w"},
+		Driver: results.Driver{Name: "kafka", Effective: map[string]workload.Properties{"client": {{Key: "sasl.jaas.config", Value: secret.Mask}}}},
+	}
+	if err := results.Write(masked, res); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(id, version, file string) history.Record {
+		return history.Record{ID: id, File: file, Env: history.Env{BrokerVersion: version}}
+	}
+	pair := func(last, first history.Record) *history.Checked {
+		return &history.Checked{Changes: []history.Change{{Metric: "e2e.p99", Last: last, First: first}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		checked *history.Checked
+		n       int
+		broker  string
+		want    string
+	}{
+		{
+			name: "too many reruns", checked: pair(rec("a", "", ""), rec("b", "", "")), n: history.MaxReruns + 1,
+			want: "--rerun: must be between 1 and 10",
+		},
+		{
+			// One broker cannot be two releases.
+			name: "releases differ with a broker", broker: "127.0.0.1:9092", n: 1,
+			checked: pair(rec("a", "Apache Kafka 3.9.1", masked), rec("b", "Apache Kafka 4.0.0", masked)),
+			want:    "ran on different broker releases (Apache Kafka 3.9.1, Apache Kafka 4.0.0)",
+		},
+		{
+			// An imported run without its results file.
+			name: "no results file", n: 1, checked: pair(rec("a", "", ""), rec("b", "", "")),
+			want: "run a cannot be made again: the history holds no results file of it",
+		},
+		{
+			name: "masked secret", n: 1, checked: pair(rec("a", "", masked), rec("b", "", masked)),
+			want: "run a cannot be made again: " + masked + ": the driver setting client/sasl.jaas.config is a secret",
+		},
+	} {
+		o := DefaultRunOptions()
+		o.Broker = tc.broker
+		var stdout, stderr strings.Builder
+		err := Recheck(context.Background(), IO{Out: &stdout, Err: &stderr}, tc.checked, tc.n, 0.05, o)
+		if KindOf(err) != BadInput || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (kind %v), want invalid input %q", tc.name, err, KindOf(err), tc.want)
+		}
+		if stdout.Len()+stderr.Len() > 0 {
+			t.Errorf("%s: a refused recheck wrote\n%s%s", tc.name, stdout.String(), stderr.String())
 		}
 	}
 }
