@@ -119,6 +119,7 @@ func run(o options) error {
 			return err
 		}
 		fmt.Printf("records=%d rate=%.0f\n", o.records, rate(time.Now()))
+		return nil
 	default:
 		if err := <-consumed; err != nil {
 			return err
