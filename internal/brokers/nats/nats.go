@@ -466,63 +466,67 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		nc.Close()
 		return nil, fmt.Errorf("consumer %q on stream %q: %w", spec.Subscription, spec.Topic, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(d.cfg.fetchBatch))
-	if err != nil {
+	c := &consumer{nc: nc, consume: consume, prefix: spec.Topic + ".", stopping: make(chan struct{})}
+	if c.pull, err = cons.Consume(c.onMessage, jetstream.PullMaxMessages(d.cfg.fetchBatch)); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("pull from %q: %w", spec.Subscription, err)
 	}
-	c := &consumer{nc: nc, it: it, consume: consume, topic: spec.Topic, done: make(chan struct{})}
-	go c.run()
 	return c, nil
 }
 
+// consumer takes its messages in nats.go's Consume callback, on the
+// subscription's own delivery goroutine. (The Messages iterator hands
+// each message over a channel to a goroutine of ours and arms a new
+// heartbeat timer for each.)
 type consumer struct {
-	nc      *nats.Conn
-	it      jetstream.MessagesContext
-	consume driver.ConsumeFunc
-	topic   string
-	done    chan struct{}
-	// PauseGate implements driver.Pauser: the consumer stops taking
+	nc       *nats.Conn
+	pull     jetstream.ConsumeContext
+	consume  driver.ConsumeFunc
+	prefix   string        // the stream's name and a dot: what precedes a subject's partition
+	stopping chan struct{} // closed by Close: a paused callback returns
+	// mu is held while a message is consumed; Close takes it to wait for
+	// the message in hand, and sets closed under it.
+	mu       sync.Mutex
+	closed   bool
+	delivery driver.Delivery // reused: Consume's callback is never called concurrently
+	// PauseGate implements driver.Pauser: the callback stops taking
 	// messages from its client's buffer (up to fetchBatch already pulled
 	// may still arrive).
 	driver.PauseGate
 	closing sync.Once
 }
 
-// run delivers messages until the iterator stops, acknowledging each after
-// the runner consumed it.
-func (c *consumer) run() {
-	defer close(c.done)
-	var d driver.Delivery
-	prefix := c.topic + "."
-	for {
-		c.Wait(nil) // Close opens the gate before it stops the iterator
-		msg, err := c.it.Next()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return
-			}
-			continue
-		}
-		d.Value, d.Lane = msg.Data(), driver.NoOrder
-		if p, err := strconv.Atoi(strings.TrimPrefix(msg.Subject(), prefix)); err == nil {
-			d.Lane = int32(p)
-		}
-		c.consume(&d)
-		_ = msg.Ack()
+// onMessage is Consume's callback: it hands msg to the runner, then
+// acknowledges it. nats.go calls it from one goroutine at a time.
+func (c *consumer) onMessage(msg jetstream.Msg) {
+	c.Wait(c.stopping)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
 	}
+	d := &c.delivery
+	d.Value, d.Lane = msg.Data(), driver.NoOrder
+	if p, err := strconv.Atoi(strings.TrimPrefix(msg.Subject(), c.prefix)); err == nil {
+		d.Lane = int32(p)
+	}
+	c.consume(d)
+	_ = msg.Ack()
 }
 
 // Ready implements driver.Consumer: the pull consumer exists once
 // NewConsumer returns.
 func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
 
-// Close implements driver.Consumer.
+// Close implements driver.Consumer: no message is consumed once it
+// returns.
 func (c *consumer) Close() {
 	c.closing.Do(func() {
-		c.Resume()
-		c.it.Stop()
-		<-c.done
+		close(c.stopping)
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.pull.Stop()
 		c.nc.Close()
 	})
 }
