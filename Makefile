@@ -42,8 +42,8 @@ studies: build
 # TestBuiltInStudiesSmoke (internal/cli) cannot run on its one Kafka broker:
 # faults, secured setups and Kafka releases on local clusters, and other
 # brokers (the demo study runs in make demo; make studies runs them all at
-# quick scale). kafka-versions starts a broker of each of its 7 releases:
-# about 8 minutes on 2 shared cores.
+# quick scale). kafka-versions starts a broker of each of its 4 releases,
+# downloading those not in the cache.
 CI_STUDIES := resilience kafka-security kafka-versions broker-comparison tanzu-rabbitmq
 studies-ci: build
 	@for s in studies/*.yaml; do \
