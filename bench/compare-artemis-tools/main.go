@@ -59,19 +59,9 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	defer stopBroker()
 	e := &env{dir: dir, addr: st.Address(), artemisHome: filepath.Join(local.DefaultCacheDir(), "artemis-"+artemis.Version, "apache-artemis-"+artemis.Version)}
 
-	var all []toolcompare.Measurement
-	for _, size := range o.Sizes {
-		ms, err := e.compare(ctx, o, size)
-		all = append(all, ms...)
-		if err != nil {
-			return err
-		}
-	}
-	if err := results.Write(o.Out, all); err != nil {
-		return err
-	}
-	fmt.Printf("\nall measurements: %s\n", o.Out)
-	return nil
+	return toolcompare.EachSize(o, func(size int) ([]toolcompare.Measurement, error) {
+		return e.compare(ctx, o, size)
+	})
 }
 
 const role = "produce+consume"

@@ -90,20 +90,9 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	defer cl.Close()
 	e := &env{bin: dir, addr: st.Address(), lib: kafka.LibDir(k.CacheDir, st.Version), dir: dir, baseline: o.Baseline, admin: kadm.NewClient(cl)}
 
-	var all []measurement
-	for _, size := range o.Sizes {
-		records := max(1000, o.Records*100/int64(size))
-		ms, err := e.compare(ctx, o, size, records)
-		all = append(all, ms...)
-		if err != nil {
-			return err
-		}
-	}
-	if err := results.Write(o.Out, all); err != nil {
-		return err
-	}
-	fmt.Printf("\nall measurements: %s\n", o.Out)
-	return nil
+	return toolcompare.EachSize(o, func(size int) ([]measurement, error) {
+		return e.compare(ctx, o, size, max(1000, o.Records*100/int64(size)))
+	})
 }
 
 func (e *env) producers(size int) []tool {

@@ -103,19 +103,9 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if e.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	var all []toolcompare.Measurement
-	for _, size := range o.Sizes {
-		ms, err := e.compare(ctx, o, size)
-		all = append(all, ms...)
-		if err != nil {
-			return err
-		}
-	}
-	if err := results.Write(o.Out, all); err != nil {
-		return err
-	}
-	fmt.Printf("\nall measurements: %s\n", o.Out)
-	return nil
+	return toolcompare.EachSize(o, func(size int) ([]toolcompare.Measurement, error) {
+		return e.compare(ctx, o, size)
+	})
 }
 
 // installNatscli builds the NATS CLI from the Go module proxy into dir,

@@ -56,19 +56,9 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer stopBroker()
-	var all []toolcompare.Measurement
-	for _, size := range o.Sizes {
-		ms, err := compare(ctx, o, dir, bench, st.Address(), size)
-		all = append(all, ms...)
-		if err != nil {
-			return err
-		}
-	}
-	if err := results.Write(o.Out, all); err != nil {
-		return err
-	}
-	fmt.Printf("\nall measurements: %s\n", o.Out)
-	return nil
+	return toolcompare.EachSize(o, func(size int) ([]toolcompare.Measurement, error) {
+		return compare(ctx, o, dir, bench, st.Address(), size)
+	})
 }
 
 // compare runs every tool at one message size.

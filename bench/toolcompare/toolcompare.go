@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/results"
 )
 
 // Measurement is one run of one tool.
@@ -319,4 +320,28 @@ func Up(ctx context.Context, c *local.Cluster, dir string) (st local.Status, sto
 		return st, nil, err
 	}
 	return st, func() { _ = c.Down() }, nil
+}
+
+// EachSize measures each of o's message sizes with compare, in order,
+// and writes every measurement to o.Out: those of the sizes measured
+// before a failure too, so that no finished measurement is lost. It
+// returns compare's first error, else the write's.
+func EachSize(o Options, compare func(size int) ([]Measurement, error)) error {
+	var all []Measurement
+	var err error
+	for _, size := range o.Sizes {
+		var ms []Measurement
+		ms, err = compare(size)
+		all = append(all, ms...)
+		if err != nil {
+			break
+		}
+	}
+	if len(all) > 0 {
+		if werr := results.Write(o.Out, all); werr != nil {
+			return errors.Join(err, werr)
+		}
+		fmt.Printf("\nall measurements: %s\n", o.Out)
+	}
+	return err
 }
