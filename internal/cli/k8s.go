@@ -31,6 +31,7 @@ const localContainerdSocket = "/tmp/brokerbench-k8s/containerd/containerd.sock"
 
 func newK8sRunCmd(io IO) *cobra.Command {
 	o, run := engine.DefaultKubeOptions(), engine.DefaultRunOptions()
+	var hist historyFlags
 	cmd := &cobra.Command{
 		Use:   "run WORKLOAD.yaml --workers N",
 		Short: "Run a workload on worker pods and copy the results here",
@@ -68,6 +69,10 @@ for kubectl apply.`,
 					o.RunArgs = append(o.RunArgs, "--"+name, f.Value.String())
 				}
 			}
+			var err error
+			if o.History, err = hist.recording(); err != nil {
+				return err
+			}
 			return engine.RunOnKubernetes(cmd.Context(), io, args[0], o)
 		},
 	}
@@ -90,6 +95,7 @@ for kubectl apply.`,
 	fl.StringVar(&o.Name, "name", o.Name, "prefix of the objects' names (default: bb- and 8 random hex digits)")
 	addOverrides(fl)
 	addTiming(fl, &run)
+	addHistoryFlags(fl, &hist)
 	_ = cmd.MarkFlagRequired("workers")
 	return cmd
 }

@@ -81,3 +81,31 @@ func TestStudyRunsAreRecorded(t *testing.T) {
 		t.Errorf("record %+v", r)
 	}
 }
+
+// TestKubeRunIsRecorded: the results a run on Kubernetes copied here are
+// recorded as a run's are; partial ones (an interrupted run) are not.
+func TestKubeRunIsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	rc := history.Recording{Path: filepath.Join(dir, "history.jsonl"), Labels: map[string]string{"where": "k8s"}}
+	whole, partial := filepath.Join(dir, "whole.json"), filepath.Join(dir, "partial.json")
+	for _, f := range []struct {
+		path    string
+		partial bool
+	}{{whole, false}, {partial, true}} {
+		res := &results.Run{Schema: results.Schema, ID: filepath.Base(f.path), Partial: f.partial, Workload: &workload.Workload{Name: "w"}}
+		if err := results.Write(f.path, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var w strings.Builder
+	recordKubeRun(IO{Out: &w, Err: &w}, rc, whole)
+	recordKubeRun(IO{Out: &w, Err: &w}, rc, partial)
+	recordKubeRun(IO{Out: &w, Err: &w}, rc, filepath.Join(dir, "missing.json"))
+	c, err := history.Open(rc.Path).Records()
+	if err != nil || len(c.Records) != 1 || c.Records[0].ID != "whole.json" || c.Records[0].Labels["where"] != "k8s" {
+		t.Fatalf("history: %+v, %v\n%s", c, err, w.String())
+	}
+	if !strings.Contains(w.String(), "warning: not recorded in the history") {
+		t.Errorf("a results file that cannot be read is not said: %q", w.String())
+	}
+}

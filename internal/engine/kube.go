@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/history"
 	"github.com/brokerbench/brokerbench/internal/kube"
 	"github.com/brokerbench/brokerbench/internal/kube/kubeapi"
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -49,6 +50,9 @@ type KubeOptions struct {
 	// coordinator's 'run' (the overrides among them).
 	Overrides []Override
 	RunArgs   []string
+	// History is where the run is recorded once its results are copied
+	// here (the coordinator records nothing in its pod).
+	History history.Recording
 }
 
 // DefaultKubeOptions are the options of a run on Kubernetes the user
@@ -100,6 +104,9 @@ func RunOnKubernetes(ctx context.Context, io IO, path string, o KubeOptions) err
 	if len(paths) > 0 {
 		written = "results: " + strings.Join(paths, ", ")
 		fmt.Fprintf(io.Out, "copied out of the coordinator's log: %s\n", strings.Join(paths, ", "))
+	}
+	if err == nil && len(paths) > 0 {
+		recordKubeRun(io, o.History, out)
 	}
 	switch {
 	case sig.Stop.Err() != nil:
@@ -252,4 +259,16 @@ func WriteKubeResults(files map[string][]byte, out, ombOut string) ([]string, er
 		errs = append(errs, errors.New("the coordinator left no results"))
 	}
 	return written, errors.Join(errs...)
+}
+
+// recordKubeRun records the run whose results were copied to out, as a
+// run here records its own, unless they are partial (an interrupted run).
+func recordKubeRun(io IO, rc history.Recording, out string) {
+	res, err := results.Read(out)
+	switch {
+	case err != nil:
+		fmt.Fprintf(io.Err, "warning: not recorded in the history: %v\n", err)
+	case !res.Partial:
+		recordHistory(io.Err, rc, history.Stored{Run: res, Path: out})
+	}
 }

@@ -151,7 +151,7 @@ func Build(s Spec) (*Objects, error) {
 		o.Workers.Spec.Template.Spec.Containers[0].Ports = []kubeapi.ContainerPort{{Name: "worker-api", ContainerPort: WorkerPort}}
 	}
 	args := append([]string{"k8s", "coordinator", "--", "run", configDir + "/workload.yaml", "--workers-file", configDir + "/workers",
-		"--workers-wait", "5m", "--quiet"}, s.RunArgs...)
+		"--workers-wait", "5m", "--quiet", "--no-history"}, s.RunArgs...)
 	if _, ok := s.Files["driver.yaml"]; ok {
 		args = append(args, "--driver", configDir+"/driver.yaml")
 	}
