@@ -17,8 +17,9 @@ const (
 )
 
 // outage is a stretch, in clock nanoseconds, in which no producer received
-// an acknowledgement while messages were in flight; inFlight is how many
-// were when it was last seen under way.
+// an acknowledgement while messages were in flight or sends failed, up to
+// the next acknowledgement; inFlight is how many were in flight when last
+// seen under way.
 type outage struct {
 	from, to int64
 	inFlight int64
@@ -43,8 +44,9 @@ func (r *run) watchOutages(ctx context.Context) *outages {
 		defer tick.Stop()
 		var open *outage
 		// last is the clock time at which the acknowledgement count was
-		// last seen to change, lastAcked that count.
-		var last, lastAcked int64
+		// last seen to change, lastAcked that count; lastFailed is the
+		// failure count at the previous look.
+		var last, lastAcked, lastFailed int64
 		for {
 			select {
 			case <-ctx.Done():
@@ -54,25 +56,36 @@ func (r *run) watchOutages(ctx context.Context) *outages {
 				return
 			case <-tick.C:
 			}
-			now, acked, inFlight := clock.Now(), int64(0), int64(0)
+			now, acked, failed, inFlight := clock.Now(), int64(0), int64(0), int64(0)
 			for _, p := range r.producers {
-				a := p.stats.acked.Load()
+				a, f := p.stats.acked.Load(), p.stats.failed.Load()
 				acked += a
-				inFlight += max(0, p.stats.sent.Load()-a-p.stats.failed.Load())
+				failed += f
+				inFlight += max(0, p.stats.sent.Load()-a-f)
 			}
-			if acked != lastAcked || last == 0 {
+			answered := acked != lastAcked || last == 0
+			if answered {
 				lastAcked, last = acked, now
 			}
+			// The broker is asked and does not acknowledge: messages wait
+			// in flight, or sends fail (a broker that refuses
+			// connections fails them at once, leaving none in flight).
+			asked := inFlight > 0 || failed != lastFailed
+			lastFailed = failed
 			switch {
-			case inFlight > 0 && now-last >= int64(minOutage):
-				if open == nil {
-					open = &outage{from: last}
-				}
-				open.to, open.inFlight = now, inFlight
-			case open != nil:
-				open.to = max(open.to, last)
+			case open != nil && answered:
+				// Only an acknowledgement ends an outage: sends that
+				// fail in between do not.
+				open.to = now
 				o.add(*open)
 				open = nil
+			case open != nil:
+				open.to = now
+				if inFlight > 0 {
+					open.inFlight = inFlight
+				}
+			case asked && now-last >= int64(minOutage):
+				open = &outage{from: last, to: now, inFlight: inFlight}
 			}
 		}
 	}()

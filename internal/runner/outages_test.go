@@ -45,6 +45,39 @@ func TestOutagesRecorded(t *testing.T) {
 	})
 }
 
+// TestOutageOfFailingSends: a broker that refuses connections fails
+// sends at once, so now one message is in flight, now none. That is one
+// outage from the last acknowledgement to the next, not one per moment
+// with none in flight.
+func TestOutageOfFailingSends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &producerWorker{stats: newProducerStats()}
+		r := &run{producers: []*producerWorker{p}}
+		p.stats.sent.Store(100)
+		p.stats.acked.Store(100)
+		o := r.watchOutages(context.Background())
+		time.Sleep(5 * time.Millisecond)
+		// For 2 s, a send every 25 ms that fails 15 ms later.
+		for range 80 {
+			p.stats.sent.Add(1)
+			time.Sleep(15 * time.Millisecond)
+			p.stats.failed.Add(1)
+			time.Sleep(10 * time.Millisecond)
+		}
+		p.stats.sent.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		p.stats.acked.Add(1) // the broker is back
+		time.Sleep(200 * time.Millisecond)
+		list := o.end()
+		if len(list) != 1 {
+			t.Fatalf("outages %+v: want one", list)
+		}
+		if d := time.Duration(list[0].to - list[0].from); d < 2*time.Second || d > 2100*time.Millisecond {
+			t.Errorf("outage of %s, want the 2 s until the acknowledgement", d)
+		}
+	})
+}
+
 // TestWaitsUnderWayCount: a producer blocked on a full in-flight window,
 // or in a Send, to the end of an interval has waited that long already;
 // the finished wait then counts once.
