@@ -378,14 +378,24 @@ func (p *producer) pipeline(batch []*driver.Message, cmds []*goredis.StringCmd) 
 }
 
 // xadd is the command that appends m to its partition's stream as the
-// field v: XADD key [MAXLEN ~ n] * v value. The key and the trim are
-// boxed once, at NewProducer.
+// field v: XADD key [MAXLEN ~ n] * v value. The command is made at m's
+// first send and kept in m.DriverState; a later send of m (the runner
+// reuses its messages) sets its key and value in place, so sending
+// allocates no command. The key and the trim are boxed once, at
+// NewProducer.
 func (p *producer) xadd(ctx context.Context, m *driver.Message) *goredis.StringCmd {
 	key := p.keys[p.spread.Partition(m.Key, len(p.keys))]
-	if p.trim == nil {
-		return goredis.NewStringCmd(ctx, "xadd", key, "*", "v", m.Value)
+	cmd, ok := m.DriverState.(*goredis.StringCmd)
+	if !ok {
+		args := append(append([]any{"xadd", key}, p.trim...), "*", "v", m.Value)
+		cmd = goredis.NewStringCmd(ctx, args...)
+		m.DriverState = cmd
+		return cmd
 	}
-	return goredis.NewStringCmd(ctx, "xadd", key, p.trim[0], p.trim[1], p.trim[2], "*", "v", m.Value)
+	args := cmd.Args()
+	args[1], args[len(args)-1] = key, m.Value
+	cmd.SetErr(nil)
+	return cmd
 }
 
 // Flush implements driver.Producer.
