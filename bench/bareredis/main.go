@@ -3,7 +3,7 @@
 // size, one round trip at a time, with nothing measured but the count. It
 // prints rate=R: records from the first XADD to the last reply.
 //
-//	bareredis -addr 127.0.0.1:6379 -stream s -records 1000000 -size 100 -pipeline 100
+//	bareredis -addr 127.0.0.1:6379 -stream s -records 1000000 -size 100 -pipeline 100 [-cpuprofile FILE]
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -22,9 +23,22 @@ func main() {
 	records := flag.Int64("records", 1_000_000, "entries to add")
 	size := flag.Int("size", 100, "value size in bytes")
 	pipeline := flag.Int("pipeline", 100, "XADDs per round trip")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bareredis:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*addr, *stream, *records, *size, *pipeline); err != nil {
 		fmt.Fprintln(os.Stderr, "bareredis:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

@@ -14,6 +14,7 @@
 // min/median/max over the repetitions.
 //
 //	go run ./bench/compare-redis-tools                 # 1M x 100 B, 3 repetitions
+//	go run ./bench/compare-redis-tools -baseline HEAD~1 # and brokerbench as it was, in the same sitting
 package main
 
 import (
@@ -51,6 +52,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
 		return err
 	}
+	if o.Baseline != "" {
+		fmt.Printf("building brokerbench at %s\n", o.Baseline)
+		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
+			return err
+		}
+	}
 	st, stopBroker, err := toolcompare.Up(ctx, redis.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err
@@ -74,28 +81,40 @@ func compare(ctx context.Context, o toolcompare.Options, dir, bench, addr string
 		{Name: "redis-benchmark", Cmd: func(stream string, n int64) []string {
 			return []string{bench, "-h", host, "-p", port, "-c", "1", "-P", "100", "-n", strconv.FormatInt(n, 10), "--csv", "XADD", stream, "*", "v", value}
 		}, Rate: redisBenchmarkRate},
-		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(dir, "brokerbench"), "run", wl, "--broker", addr,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(dir, "bb.json")}
-		}, Rate: func(string) (float64, error) {
-			res, err := results.Read(filepath.Join(dir, "bb.json"))
-			if err != nil {
-				return 0, err
-			}
-			return res.Measured.PublishRate, nil
-		}, Measured: toolcompare.BrokerbenchVerdicts},
+		brokerbench("brokerbench", dir, "brokerbench", wl, addr),
 		{Name: "bare go-redis", Cmd: func(stream string, n int64) []string {
 			return []string{filepath.Join(dir, "bareredis"), "-addr", addr, "-stream", stream,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	peers := []string{"redis-benchmark", "bare go-redis"}
+	if o.Baseline != "" {
+		tools = append(tools, brokerbench(toolcompare.BaselineTool(o.Baseline), dir, "brokerbench-baseline", wl, addr))
+		peers = append(peers, toolcompare.BaselineTool(o.Baseline))
+	}
 	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.Records, o.Reps)
 	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("s-%d-%d-%d", size, rep, i) })
 	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"redis-benchmark", "bare go-redis"}})
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: peers})
 	}
 	return ms, err
+}
+
+// brokerbench is the tool that runs the brokerbench binary dir/bin on
+// workload wl, reading its publish rate from its results file.
+func brokerbench(name, dir, bin, wl, addr string) toolcompare.Tool {
+	out := filepath.Join(dir, bin+".json")
+	return toolcompare.Tool{Name: name, Cmd: func(_ string, n int64) []string {
+		return []string{filepath.Join(dir, bin), "run", wl, "--broker", addr,
+			"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}
+	}, Rate: func(string) (float64, error) {
+		res, err := results.Read(out)
+		if err != nil {
+			return 0, err
+		}
+		return res.Measured.PublishRate, nil
+	}, Measured: toolcompare.BrokerbenchVerdicts}
 }
 
 // redisBenchmarkRate reads the requests per second from redis-benchmark's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -65,4 +66,33 @@ func TestSlotPoolTakeWaitsAndCancels(t *testing.T) {
 	if !ok || len(got) != 1 || got[0] != 0 {
 		t.Fatalf("take after put = %v, %v", got, ok)
 	}
+}
+
+// TestSlotPoolWakesAtASixteenth: a producer waiting on a full window of 32
+// slots is not woken by the first slot returned, but by the second (a
+// sixteenth), and then takes both.
+func TestSlotPoolWakesAtASixteenth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newSlotPool(32)
+		all, _ := p.take(context.Background(), nil)
+		var got []int
+		done := make(chan struct{})
+		go func() {
+			got, _ = p.take(context.Background(), nil)
+			close(done)
+		}()
+		synctest.Wait()
+		p.put(all[0])
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("the first slot returned woke the producer")
+		default:
+		}
+		p.put(all[1])
+		<-done
+		if len(got) != 2 {
+			t.Fatalf("took %v, want the two slots returned", got)
+		}
+	})
 }

@@ -265,8 +265,11 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{rdb: d.client(1), maxLen: d.cfg.maxLen, maxPipeline: d.cfg.maxPipeline, ack: ack,
-		queue: make(chan *driver.Message, max(1, spec.MaxInFlight)), done: make(chan struct{})}
+	p := &producer{rdb: d.client(1), maxPipeline: d.cfg.maxPipeline, ack: ack,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if d.cfg.maxLen > 0 {
+		p.trim = []any{"maxlen", "~", d.cfg.maxLen}
+	}
 	for i := range n {
 		p.keys = append(p.keys, streamKey(spec.Topic, i))
 	}
@@ -274,25 +277,31 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	return p, nil
 }
 
+// producer sends XADDs from one goroutine (run). Send only appends to
+// waiting under mu and wakes run when it may be idle: no channel
+// operation per message, and one wake-up per pipeline at most.
 type producer struct {
 	rdb         *goredis.Client
-	keys        []string
+	keys        []any // stream key of each partition, as XADD arguments
+	trim        []any // MAXLEN ~ n, or none
 	spread      driver.Spreader
-	maxLen      int64
 	maxPipeline int
 	ack         driver.AckFunc
-	queue       chan *driver.Message
-	done        chan struct{}
+	wake        chan struct{} // a token when waiting grew from empty, or on Close
+	done        chan struct{} // closed when run returns
 	closing     sync.Once
-	mu          sync.Mutex
-	closed      bool
 	pending     sync.WaitGroup
+
+	mu      sync.Mutex
+	waiting []*driver.Message // sent, not yet taken by run
+	closed  bool
 }
 
 // errClosed fails messages sent after Close began.
 var errClosed = errors.New("producer closed")
 
-// Send implements driver.Producer.
+// Send implements driver.Producer. It never blocks on the broker: the
+// runner bounds the messages in flight.
 func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	p.mu.Lock()
 	if p.closed {
@@ -301,57 +310,98 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 		return
 	}
 	p.pending.Add(1)
-	// Held while queueing, so that Close cannot close the queue under a
-	// Send; the queue drains without the lock.
-	p.queue <- m
+	p.waiting = append(p.waiting, m)
+	first := len(p.waiting) == 1
 	p.mu.Unlock()
+	if first {
+		p.signal()
+	}
 }
 
-// run sends what is queued in pipelines and acknowledges each message in
-// order when its pipeline returns: one goroutine, never concurrent acks.
+// signal leaves a token for run, unless one is there already.
+func (p *producer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run takes every message waiting, sends them in pipelines of up to
+// maxPipeline and acknowledges each in order when its pipeline returns:
+// one goroutine, never concurrent acks. After Close it sends what is
+// still waiting, then returns.
 func (p *producer) run() {
 	defer close(p.done)
-	batch := make([]*driver.Message, 0, p.maxPipeline)
+	var taken []*driver.Message
 	cmds := make([]*goredis.StringCmd, 0, p.maxPipeline)
-	for m := range p.queue {
-		batch = append(batch[:0], m)
-	more:
-		for len(batch) < p.maxPipeline {
-			select {
-			case m, ok := <-p.queue:
-				if !ok {
-					break more
-				}
-				batch = append(batch, m)
-			default:
-				break more
-			}
+	for {
+		p.mu.Lock()
+		for len(p.waiting) == 0 && !p.closed {
+			p.mu.Unlock()
+			<-p.wake
+			p.mu.Lock()
 		}
-		pipe := p.rdb.Pipeline()
-		cmds = cmds[:0]
-		for _, m := range batch {
-			args := &goredis.XAddArgs{Stream: p.keys[p.spread.Partition(m.Key, len(p.keys))], Values: []any{"v", m.Value}}
-			if p.maxLen > 0 {
-				args.MaxLen, args.Approx = p.maxLen, true
-			}
-			cmds = append(cmds, pipe.XAdd(context.Background(), args))
+		if len(p.waiting) == 0 {
+			p.mu.Unlock()
+			return
 		}
-		_, _ = pipe.Exec(context.Background())
-		for i, m := range batch {
-			var err error
-			if e := cmds[i].Err(); e != nil {
-				err = sendError{e}
-			}
-			p.ack(m, err)
-			p.pending.Done()
+		taken, p.waiting = p.waiting, taken[:0]
+		p.mu.Unlock()
+		for rest := taken; len(rest) > 0; {
+			n := min(len(rest), p.maxPipeline)
+			cmds = p.pipeline(rest[:n], cmds[:0])
+			rest = rest[n:]
 		}
 	}
+}
+
+// pipeline sends batch in one round trip and acknowledges each message;
+// cmds is reused storage for the commands.
+func (p *producer) pipeline(batch []*driver.Message, cmds []*goredis.StringCmd) []*goredis.StringCmd {
+	ctx := context.Background()
+	pipe := p.rdb.Pipeline()
+	for _, m := range batch {
+		cmd := p.xadd(ctx, m)
+		_ = pipe.Process(ctx, cmd)
+		cmds = append(cmds, cmd)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, m := range batch {
+		var err error
+		if e := cmds[i].Err(); e != nil {
+			err = sendError{e}
+		}
+		p.ack(m, err)
+		p.pending.Done()
+	}
+	return cmds
+}
+
+// xadd is the command that appends m to its partition's stream as the
+// field v: XADD key [MAXLEN ~ n] * v value. The command is made at m's
+// first send and kept in m.DriverState; a later send of m (the runner
+// reuses its messages) sets its key and value in place, so sending
+// allocates no command. The key and the trim are boxed once, at
+// NewProducer.
+func (p *producer) xadd(ctx context.Context, m *driver.Message) *goredis.StringCmd {
+	key := p.keys[p.spread.Partition(m.Key, len(p.keys))]
+	cmd, ok := m.DriverState.(*goredis.StringCmd)
+	if !ok {
+		args := append(append([]any{"xadd", key}, p.trim...), "*", "v", m.Value)
+		cmd = goredis.NewStringCmd(ctx, args...)
+		m.DriverState = cmd
+		return cmd
+	}
+	args := cmd.Args()
+	args[1], args[len(args)-1] = key, m.Value
+	cmd.SetErr(nil)
+	return cmd
 }
 
 // Flush implements driver.Producer.
 func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.pending) }
 
-// Close implements driver.Producer: messages queued are still sent and
+// Close implements driver.Producer: messages waiting are still sent and
 // acknowledged (each pipeline is bounded by the client's timeouts) before
 // it returns.
 func (p *producer) Close() {
@@ -359,7 +409,7 @@ func (p *producer) Close() {
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
-		close(p.queue)
+		p.signal()
 		<-p.done
 		_ = p.rdb.Close()
 	})
