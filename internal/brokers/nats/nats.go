@@ -113,7 +113,15 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 		return nil, err
 	}
 	c.effective = s.Effective("natsHostUrl", "password", "token", "tlsTrustStorePassword", "tlsKeyStorePassword")
-	c.effective["common"] = workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
+	// The servers connected to, credentials in their URLs masked, in
+	// place of the servers setting; the section's other settings stay.
+	common := workload.Properties{{Key: "servers", Value: driver.RedactEndpoints(c.servers)}}
+	for _, p := range c.effective["common"] {
+		if p.Key != "servers" {
+			common = append(common, p)
+		}
+	}
+	c.effective["common"] = common
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,17 @@ func TestOMBNatsConfigFields(t *testing.T) {
 	}
 	if c.storage != jetstream.MemoryStorage || c.maxBytes != 1<<30 || c.servers != "localhost:4222" || dc.ReplicationFactor != 1 {
 		t.Errorf("storage %v, maxBytes %d, servers %q, replication %d", c.storage, c.maxBytes, c.servers, dc.ReplicationFactor)
+	}
+	// The results record them, beside the servers connected to.
+	for key, want := range map[string]string{"storageType": "Memory", "maxBytes": "1073741824", "servers": "localhost:4222"} {
+		if v, _ := c.effective["common"].Get(key); v != want {
+			t.Errorf("effective common %s = %q, want %q (%v)", key, v, want, c.effective["common"])
+		}
+	}
+	secret := &workload.DriverConfig{Name: "nats", Common: workload.Properties{{Key: "user", Value: "u"}, {Key: "password", Value: "hunter2-secret"},
+		{Key: "servers", Value: "nats://u:hunter2-secret@h:4222"}}}
+	if c, err := parseConfig(secret, nil, nil); err != nil || strings.Contains(fmt.Sprint(c.effective), "hunter2") {
+		t.Errorf("a password reaches the effective settings: %v, %v", c.effective, err)
 	}
 	if c, err := parseConfig(&workload.DriverConfig{Name: "nats"}, nil, nil); err != nil || c.storage != jetstream.FileStorage || c.maxBytes != -1 {
 		t.Errorf("defaults: %+v, %v", c, err)
