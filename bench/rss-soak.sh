@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory soak: runs brokerbench at maximum rate for DURATION (default 10m)
-# against a broker this script starts on 127.0.0.1:39692, samples the
+# against a broker this script starts on 127.0.0.1:29692, samples the
 # load generator's RSS every 10 s from /proc, writes CPU and heap profiles,
 # and prints start, end and peak RSS. Stops the broker by PID at the end.
 #
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10m}
-port=39692
+port=29692
 out=bench/results
 mkdir -p "$out"
 make -s build

@@ -20,8 +20,8 @@
 #   K8S_DIR                   state and logs (default /tmp/brokerbench-k8s);
 #                             the admin kubeconfig is $K8S_DIR/admin.kubeconfig,
 #                             containerd's socket $K8S_DIR/containerd/containerd.sock
-#   K8S_API_PORT              kube-apiserver's port (default 39443)
-#   K8S_ETCD_PORT             etcd's client port (default 39879)
+#   K8S_API_PORT              kube-apiserver's port (default 29443)
+#   K8S_ETCD_PORT             etcd's client port (default 29879)
 #   K8S_ETCD_PEER_PORT        etcd's peer port (default K8S_ETCD_PORT + 1)
 #   K8S_KUBELET_PORT          the kubelet's port (default 10250)
 #   K8S_KUBELET_HEALTHZ_PORT  the kubelet's health port (default 10248)
@@ -206,8 +206,8 @@ esac
 for v in K8S_API_PORT K8S_ETCD_PORT K8S_ETCD_PEER_PORT K8S_KUBELET_PORT K8S_KUBELET_HEALTHZ_PORT; do
   [ -z "${!v:-}" ] || { [[ ${!v} =~ ^[1-9][0-9]{0,4}$ ]] && [ "${!v}" -le 65535 ]; } || die "$v=${!v}: give a TCP port (1 to 65535)"
 done
-api_port=${K8S_API_PORT:-39443}
-etcd_port=${K8S_ETCD_PORT:-39879}
+api_port=${K8S_API_PORT:-29443}
+etcd_port=${K8S_ETCD_PORT:-29879}
 etcd_peer_port=${K8S_ETCD_PEER_PORT:-$((etcd_port + 1))}
 [ "$etcd_peer_port" -le 65535 ] || die "K8S_ETCD_PORT=$etcd_port: its peer port, one more, is no TCP port: give K8S_ETCD_PEER_PORT"
 kubelet_port=${K8S_KUBELET_PORT:-10250}

@@ -34,7 +34,7 @@ import (
 )
 
 func main() {
-	toolcompare.Main("compare-artemis-tools", toolcompare.Options{Records: 100_000, Sizes: []int{100}, Reps: 3, Port: 39617, Out: "bench/results/compare-artemis-tools.json"}, run)
+	toolcompare.Main("compare-artemis-tools", toolcompare.Options{Records: 100_000, Sizes: []int{100}, Reps: 3, Port: 29617, Out: "bench/results/compare-artemis-tools.json"}, run)
 }
 
 type env struct {

@@ -44,7 +44,7 @@ func fatal(err error) {
 }
 
 func main() {
-	toolcompare.Main("compare-kafka-tools", toolcompare.Options{Records: 8_000_000, Sizes: []int{100, 1024}, Reps: 3, Port: 39592, Out: "bench/results/compare-kafka-tools.json"}, run)
+	toolcompare.Main("compare-kafka-tools", toolcompare.Options{Records: 8_000_000, Sizes: []int{100, 1024}, Reps: 3, Port: 29592, Out: "bench/results/compare-kafka-tools.json"}, run)
 }
 
 type (

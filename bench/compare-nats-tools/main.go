@@ -61,7 +61,7 @@ const (
 )
 
 func main() {
-	toolcompare.Main("compare-nats-tools", toolcompare.Options{Records: 500_000, Sizes: []int{100}, Reps: 3, Port: 39522, Out: "bench/results/compare-nats-tools.json"}, run)
+	toolcompare.Main("compare-nats-tools", toolcompare.Options{Records: 500_000, Sizes: []int{100}, Reps: 3, Port: 29522, Out: "bench/results/compare-nats-tools.json"}, run)
 }
 
 type env struct {

@@ -42,7 +42,7 @@ func fatal(err error) {
 }
 
 func main() {
-	toolcompare.Main("compare-rabbitmq-tools", toolcompare.Options{Records: 300_000, Sizes: []int{100}, Reps: 3, Port: 39677, Out: "bench/results/compare-rabbitmq-tools.json"}, run)
+	toolcompare.Main("compare-rabbitmq-tools", toolcompare.Options{Records: 300_000, Sizes: []int{100}, Reps: 3, Port: 29677, Out: "bench/results/compare-rabbitmq-tools.json"}, run)
 }
 
 type env struct {

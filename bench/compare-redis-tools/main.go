@@ -33,7 +33,7 @@ import (
 )
 
 func main() {
-	toolcompare.Main("compare-redis-tools", toolcompare.Options{Records: 1_000_000, Sizes: []int{100}, Reps: 3, Port: 39380, Out: "bench/results/compare-redis-tools.json"}, run)
+	toolcompare.Main("compare-redis-tools", toolcompare.Options{Records: 1_000_000, Sizes: []int{100}, Reps: 3, Port: 29380, Out: "bench/results/compare-redis-tools.json"}, run)
 }
 
 const role = "producer"

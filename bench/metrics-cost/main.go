@@ -78,7 +78,7 @@ func main() {
 	flag.DurationVar(&o.dur, "duration", 240*time.Second, "measurement of the run under load (0: no run)")
 	flag.IntVar(&o.reads, "reads", 60, "reads in a row per idle round")
 	flag.IntVar(&o.rounds, "rounds", 8, "idle rounds (0: none)")
-	flag.IntVar(&o.port, "port", 39793, "client port of the broker this command starts on 127.0.0.1")
+	flag.IntVar(&o.port, "port", 29793, "client port of the broker this command starts on 127.0.0.1")
 	flag.StringVar(&o.config, "config", "", "JMX exporter config to measure instead of the one brokerbench writes")
 	flag.StringVar(&o.bin, "brokerbench", "", "brokerbench binary of the run under load (default: built from this tree)")
 	flag.StringVar(&o.out, "out", "bench/results/metrics-cost.json", "where to write every measurement as JSON")

@@ -20,7 +20,7 @@ import (
 )
 
 // lazyBroker is the test broker, started by the first test that needs it.
-var lazyBroker = testbroker.NewLazy(39992)
+var lazyBroker = testbroker.NewLazy(29992)
 
 func TestMain(m *testing.M) { lazyBroker.Main(m) }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-var lazyBroker = testbroker.NewLazy(39292)
+var lazyBroker = testbroker.NewLazy(29292)
 
 // subprocessArgs, when set in the environment (arguments separated by
 // newlines), makes the test binary run brokerbench with them instead of the

@@ -46,8 +46,8 @@ driver:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "r.json")
-	defer execute("local", "down", "kafka", "--port", "39692")
-	code, stdout, stderr := execute("run", wl, "--local-port", "39692", "--local-brokers", "3", "--quiet", "--out", out)
+	defer execute("local", "down", "kafka", "--port", "29692")
+	code, stdout, stderr := execute("run", wl, "--local-port", "29692", "--local-brokers", "3", "--quiet", "--out", out)
 	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -102,7 +102,7 @@ driver:
 	if !strings.Contains(stdout, "fault at ") || !strings.Contains(res.Environment.LocalCluster, "3 brokers") {
 		t.Errorf("summary or environment does not show the fault and the local cluster:\n%s", stdout)
 	}
-	if code, status, _ := execute("local", "status", "kafka", "--port", "39692"); code != ExitOK || strings.Count(status, "running, pid") != 3 {
+	if code, status, _ := execute("local", "status", "kafka", "--port", "29692"); code != ExitOK || strings.Count(status, "running, pid") != 3 {
 		t.Errorf("after the run the cluster is not whole:\n%s", status)
 	}
 }
@@ -139,8 +139,8 @@ driver:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "r.json")
-	defer execute("local", "down", "kafka", "--port", "39692")
-	code, stdout, stderr := execute("run", wl, "--local-port", "39692", "--local-brokers", "3", "--quiet", "--out", out)
+	defer execute("local", "down", "kafka", "--port", "29692")
+	code, stdout, stderr := execute("run", wl, "--local-port", "29692", "--local-brokers", "3", "--quiet", "--out", out)
 	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -178,12 +178,12 @@ driver:
 	if c.Lost != 0 || c.Acked == 0 || c.StoredByBroker == nil || *c.StoredByBroker != c.Acked {
 		t.Errorf("accounting after link faults with acks=all, RF 3, min.insync 2: %+v", c)
 	}
-	code, status, _ := execute("local", "status", "kafka", "--port", "39692", "--json")
+	code, status, _ := execute("local", "status", "kafka", "--port", "29692", "--json")
 	var st local.Status
 	if err := json.Unmarshal([]byte(status), &st); code != ExitOK || err != nil || st.LinkProxy == nil || !st.LinkProxy.Running {
 		t.Fatalf("status after the run (exit %d, %v): want the cluster with its running link proxy\n%s", code, err, status)
 	}
-	if code, _, stderr := execute("local", "down", "kafka", "--port", "39692"); code != ExitOK {
+	if code, _, stderr := execute("local", "down", "kafka", "--port", "29692"); code != ExitOK {
 		t.Fatalf("local down: exit %d\n%s", code, stderr)
 	}
 	if proc.Live(st.LinkProxy.PID) {
@@ -220,9 +220,9 @@ driver:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := execute("run", wl, "--local-port", "39694", "--local-brokers", "3", "--quiet", "--out", out)
-	status := rabbitmq.NewLocal(39694, 3).Status()
-	defer execute("local", "down", "rabbitmq", "--port", "39694")
+	code, stdout, stderr := execute("run", wl, "--local-port", "29694", "--local-brokers", "3", "--quiet", "--out", out)
+	status := rabbitmq.NewLocal(29694, 3).Status()
+	defer execute("local", "down", "rabbitmq", "--port", "29694")
 	if !completed(t, code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -260,7 +260,7 @@ driver:
 	for _, n := range status.Nodes {
 		pids = append(pids, n.PID)
 	}
-	if code, _, stderr := execute("local", "down", "rabbitmq", "--port", "39694"); code != ExitOK {
+	if code, _, stderr := execute("local", "down", "rabbitmq", "--port", "29694"); code != ExitOK {
 		t.Fatalf("local down: exit %d\n%s", code, stderr)
 	}
 	for _, n := range status.Nodes {

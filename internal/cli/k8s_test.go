@@ -50,7 +50,7 @@ func TestK8sCoordinatorNamesItsDirectory(t *testing.T) {
 // kube-apiserver through --kubeconfig, which validates the run's objects
 // strictly and stores none.
 func TestK8sDryRunAgainstAPIServer(t *testing.T) {
-	srv := kubetest.Start(t, 39829, 39849)
+	srv := kubetest.Start(t, 29829, 29849)
 	code, _, stderr := execute("k8s", "run", "../../workloads/quick.yaml", "--workers", "2", "--broker", "kafka:9092",
 		"--kubeconfig", srv.Kubeconfig, "--name", "bb-cli", "--dry-run")
 	if code != ExitOK {

@@ -24,7 +24,7 @@ func TestLiveMetricsEndpoint(t *testing.T) {
 	if err := os.WriteFile(wl, []byte("name: live\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: 100\nrate: 1000\nwarmup: 1s\nduration: 5s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const endpoint = "127.0.0.1:39299"
+	const endpoint = "127.0.0.1:29299"
 	done := make(chan int)
 	go func() {
 		code, _, _ := execute("run", wl, "--broker", addr, "--metrics-addr", endpoint, "--quiet", "--out", filepath.Join(dir, "r.json"))

@@ -31,7 +31,7 @@ func TestSecuredLocalKafka(t *testing.T) {
 	testbroker.Need(t, testbroker.Kafka)
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(dir, "state"))
-	defer execute("local", "down", "kafka", "--port", "39695")
+	defer execute("local", "down", "kafka", "--port", "29695")
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
@@ -69,7 +69,7 @@ func TestSecuredLocalKafka(t *testing.T) {
 	// with SCRAM-SHA-512 and giving nothing else.
 	secured := write("sasl-ssl.yaml", "name: kafka-sasl-ssl\ndriver: kafka\ncommonConfig: {security.protocol: SASL_SSL, sasl.mechanism: SCRAM-SHA-512}\n")
 	quickOut := filepath.Join(dir, "out", "quick.json")
-	code, stdout, stderr := execute("run", "../../workloads/quick.yaml", "--driver", secured, "--local-port", "39695",
+	code, stdout, stderr := execute("run", "../../workloads/quick.yaml", "--driver", secured, "--local-port", "29695",
 		"--warmup", "1s", "--duration", "3s", "--out", quickOut, "--quiet", "--max-send-lag", "500ms")
 	printed.WriteString(stdout + stderr)
 	if !completed(t, code) {
@@ -82,7 +82,7 @@ func TestSecuredLocalKafka(t *testing.T) {
 	if p := quick.Driver.Effective["client"].Map()["security.protocol"].Value; p != "SASL_SSL" || quick.Counts.Lost != 0 || quick.Counts.Acked == 0 {
 		t.Errorf("the quick workload over SASL_SSL: effective security.protocol %q, accounting %+v", p, quick.Counts)
 	}
-	st := kafka.NewLocal(39695, 1).Status()
+	st := kafka.NewLocal(29695, 1).Status()
 	sec := st.Security
 	if sec == nil || !st.Running || len(st.Listeners) != 4 {
 		t.Fatalf("the local cluster is not secured and running: %+v", st)
@@ -195,7 +195,7 @@ func TestSecuredLocalBrokers(t *testing.T) {
 	// One state directory for all: the stream case runs on the RabbitMQ
 	// node the AMQP case secured.
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(t.TempDir(), "state"))
-	for _, down := range [][]string{{"redis", "39697"}, {"nats", "39698"}, {"rabbitmq", "39699"}} {
+	for _, down := range [][]string{{"redis", "29697"}, {"nats", "29698"}, {"rabbitmq", "29699"}} {
 		defer execute("local", "down", down[0], "--port", down[1])
 	}
 	for _, tc := range []struct {
@@ -210,16 +210,16 @@ func TestSecuredLocalBrokers(t *testing.T) {
 		// trust (none if empty), as user with password.
 		explicit func(addr, trust, user, password string) string
 	}{
-		{"redis", "39697", "tls", "redis_commands_per_second", "  driver: redis\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+		{"redis", "29697", "tls", "redis_commands_per_second", "  driver: redis\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: redis\n  commonConfig: {addr: \"" + addr + "\", tls: \"true\", tlsTrustStore: \"" + trust + "\", username: " + user + ", password: \"" + password + "\"}\n"
 		}},
-		{"nats", "39698", "tls", "nats_messages_in_per_second", "  driver: nats\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+		{"nats", "29698", "tls", "nats_messages_in_per_second", "  driver: nats\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: nats\n  commonConfig: {servers: \"tls://" + addr + "\", tlsTrustStore: \"" + trust + "\", user: " + user + ", password: \"" + password + "\"}\n"
 		}},
-		{"rabbitmq", "39699", "amqps", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
+		{"rabbitmq", "29699", "amqps", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq\n  commonConfig: {tls: \"true\", saslMechanism: EXTERNAL}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq\n  commonConfig: {amqpUris: \"amqps://" + user + ":" + password + "@" + addr + "/\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
-		{"rabbitmq", "39699", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
+		{"rabbitmq", "29699", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq-stream\n  commonConfig: {uris: \"rabbitmq-stream+tls://" + user + ":" + password + "@" + addr + "/%2f\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
 	} {

@@ -54,7 +54,7 @@ func writeKafkaRecord(t *testing.T, stateDir string, brokers int, running bool) 
 			host = "127.0.0.1"
 		}
 		nodes = append(nodes, map[string]any{"id": i, "roles": []string{"broker", "controller"}, "host": host,
-			"ports": map[string]int{"client": 39702, "controller": 40000 + i}, "dir": dir})
+			"ports": map[string]int{"client": 29702, "controller": 40000 + i}, "dir": dir})
 	}
 	data, _ := json.Marshal(map[string]any{"kind": "kafka", "version": kafka.Version, "id": "x", "brokers": brokers,
 		"nodes": nodes, "startedBy": local.StartedByUser})
@@ -72,7 +72,7 @@ func writeKafkaRecord(t *testing.T, stateDir string, brokers int, running bool) 
 func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", dir)
-	stateDir := filepath.Join(dir, "kafka-39702")
+	stateDir := filepath.Join(dir, "kafka-29702")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,12 @@ func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	code, stdout, stderr := execute("run", wl, "--local-port", "39702", "--quiet", "--out", filepath.Join(dir, "r.json"))
+	code, stdout, stderr := execute("run", wl, "--local-port", "29702", "--quiet", "--out", filepath.Join(dir, "r.json"))
 	if code != ExitInvalidInput {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitInvalidInput, stdout, stderr)
 	}
 	for _, want := range []string{"started by 'local up') cannot take these runs", "has 1 broker; the workload's replication factor 3 needs at least 3",
-		"'brokerbench local up kafka --brokers 3 --port 39702 --replace'", "add --replace"} {
+		"'brokerbench local up kafka --brokers 3 --port 29702 --replace'", "add --replace"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -107,17 +107,17 @@ func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 		_ = n.Process.Kill()
 		_ = n.Wait()
 	}
-	code, stdout, stderr = execute("local", "up", "kafka", "--port", "39702", "--brokers", "3")
+	code, stdout, stderr = execute("local", "up", "kafka", "--port", "29702", "--brokers", "3")
 	if code != ExitInvalidInput {
 		t.Fatalf("local up over the stopped cluster: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"(1 broker, serving plaintext, release " + kafka.Version + "; stopped, started by 'local up') is not the one asked for (3 brokers",
-		"would delete this one and its data", "nothing was changed", "'brokerbench local up kafka --port 39702'", "add --replace"} {
+		"would delete this one and its data", "nothing was changed", "'brokerbench local up kafka --port 29702'", "add --replace"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("local up: stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if st := kafka.NewLocal(39702, 1).Status(); st.Brokers != 1 || st.StartedBy != local.StartedByUser {
+	if st := kafka.NewLocal(29702, 1).Status(); st.Brokers != 1 || st.StartedBy != local.StartedByUser {
 		t.Errorf("the record changed: %+v", st)
 	}
 }
@@ -128,7 +128,7 @@ func TestRunLeavesTheUserClusterAlone(t *testing.T) {
 func TestStudyChecksTheUserClusterFirst(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", dir)
-	stateDir := filepath.Join(dir, "kafka-39702")
+	stateDir := filepath.Join(dir, "kafka-29702")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestStudyChecksTheUserClusterFirst(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "quick.yaml"), data, 0o644)
 	study := filepath.Join(dir, "s.yaml")
 	_ = os.WriteFile(study, []byte("name: s\nworkloads: [quick.yaml]\nsetups:\n  - name: three\n    brokers: 3\n  - name: one\n    brokers: 1\n"), 0o644)
-	code, stdout, stderr := execute("study", study, "--local-port", "39702", "--out", filepath.Join(dir, "out"))
+	code, stdout, stderr := execute("study", study, "--local-port", "29702", "--out", filepath.Join(dir, "out"))
 	if code != ExitInvalidInput || !strings.Contains(stderr, `has 3 brokers; setup "one" asks for 1`) || strings.Contains(stderr, "warming up") {
 		t.Fatalf("exit %d, want %d and the setup that does not fit\n%s\n%s", code, ExitInvalidInput, stdout, stderr)
 	}
@@ -162,22 +162,22 @@ func TestRunUsesTheRunningLocalCluster(t *testing.T) {
 	testbroker.Need(t, testbroker.Kafka)
 	dir := t.TempDir()
 	t.Setenv("BROKERBENCH_STATE", dir)
-	defer execute("local", "down", "kafka", "--port", "39703")
-	if code, stdout, stderr := execute("local", "up", "kafka", "--port", "39703", "--heap-mb", "512"); code != ExitOK {
+	defer execute("local", "down", "kafka", "--port", "29703")
+	if code, stdout, stderr := execute("local", "up", "kafka", "--port", "29703", "--heap-mb", "512"); code != ExitOK {
 		t.Fatalf("local up: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	before := kafka.NewLocal(39703, 1).Status()
+	before := kafka.NewLocal(29703, 1).Status()
 	if !before.Running || before.StartedBy != local.StartedByUser {
 		t.Fatalf("after local up: %+v", before)
 	}
 	wl := filepath.Join(dir, "small.yaml")
 	_ = os.WriteFile(wl, []byte("name: small\ntopics: 1\npartitionsPerTopic: 2\nmessageSize: 100\nrate: 500\nwarmup: 1s\nduration: 2s\n"), 0o644)
-	code, stdout, stderr := execute("run", wl, "--local-port", "39703", "--quiet", "--out", filepath.Join(dir, "r.json"))
+	code, stdout, stderr := execute("run", wl, "--local-port", "29703", "--quiet", "--out", filepath.Join(dir, "r.json"))
 	if code == ExitInvalidInput || code == ExitInterrupted || !strings.Contains(stderr, "using the running local Apache Kafka") ||
 		strings.Contains(stderr, "warming up") || strings.Contains(stderr, "stopping") {
 		t.Errorf("exit %d: the run did not use the running broker as it is\n%s\n%s", code, stdout, stderr)
 	}
-	after := kafka.NewLocal(39703, 1).Status()
+	after := kafka.NewLocal(29703, 1).Status()
 	if !after.Running || after.Nodes[0].PID != before.Nodes[0].PID || after.StartedBy != local.StartedByUser {
 		t.Errorf("the broker was restarted or stopped, or is no longer the user's: before %+v, after %+v", before.Nodes, after)
 	}

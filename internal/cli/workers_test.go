@@ -15,7 +15,7 @@ import (
 
 // startWorkerProcess starts 'brokerbench worker' as a process of its own
 // (this test binary) on addr and waits until it serves.
-func startWorkerProcess(t *testing.T, addr string) *exec.Cmd {
+func startWorkerProcess(t *testing.T, addr string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), subprocessArgs+"="+strings.Join([]string{"worker", "--listen", addr}, "\n"))
@@ -35,7 +35,7 @@ func startWorkerProcess(t *testing.T, addr string) *exec.Cmd {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return cmd
+	return cmd, stderr
 }
 
 // spreadWorkload writes a workload with three producers and three
@@ -72,7 +72,7 @@ driver:
 func TestRunAcrossWorkerProcesses(t *testing.T) {
 	b := lazyBroker.Get(t)
 	var urls []string
-	for _, addr := range []string{"127.0.0.11:39771", "127.0.0.12:39772", "127.0.0.13:39773"} {
+	for _, addr := range []string{"127.0.0.11:29771", "127.0.0.12:29772", "127.0.0.13:29773"} {
 		startWorkerProcess(t, addr)
 		urls = append(urls, "http://"+addr)
 	}
@@ -122,7 +122,7 @@ func TestRunAcrossWorkerProcesses(t *testing.T) {
 	if d.StartSpreadMs > limit {
 		t.Errorf("the workers started %.3f ms apart (limit %.0f ms)", d.StartSpreadMs, limit)
 	}
-	for _, want := range []string{"3 workers (placement spread)", "127.0.0.12:39772"} {
+	for _, want := range []string{"3 workers (placement spread)", "127.0.0.12:29772"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
@@ -135,24 +135,29 @@ func TestRunAcrossWorkerProcesses(t *testing.T) {
 // worker may have received).
 func TestLostWorkerIsReported(t *testing.T) {
 	b := lazyBroker.Get(t)
-	startWorkerProcess(t, "127.0.0.14:39774")
-	victim := startWorkerProcess(t, "127.0.0.15:39775")
+	startWorkerProcess(t, "127.0.0.14:29774")
+	victim, victimLog := startWorkerProcess(t, "127.0.0.15:29775")
 	out := filepath.Join(t.TempDir(), "r.json")
+	// Killed 2.5 s into the 6 s measurement however long the set-up took
+	// (the start comes at least 300 ms after the worker hears of it).
 	go func() {
-		time.Sleep(5 * time.Second)
+		for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(victimLog.String(), "starts in") && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(2500 * time.Millisecond)
 		_ = victim.Process.Signal(syscall.SIGKILL)
 	}()
 	w := spreadWorkload(t, "6s")
-	code, stdout, stderr := execute("run", w, "--broker", b.Addr, "--workers", "127.0.0.14:39774,127.0.0.15:39775",
+	code, stdout, stderr := execute("run", w, "--broker", b.Addr, "--workers", "127.0.0.14:29774,127.0.0.15:29775",
 		"--out", out, "--quiet", "--max-send-lag", "200ms", "--drain-timeout", "5s")
 	if code != ExitRunFailed {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRunFailed, stdout, stderr)
 	}
 	res, err := results.Read(out)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
-	if !res.Partial || !strings.Contains(res.PartialReason, "127.0.0.15:39775") || !strings.Contains(res.PartialReason, "lost") {
+	if !res.Partial || !strings.Contains(res.PartialReason, "127.0.0.15:29775") || !strings.Contains(res.PartialReason, "lost") {
 		t.Errorf("partial %v: %q", res.Partial, res.PartialReason)
 	}
 	lost := res.Distributed.Workers[1]
@@ -163,7 +168,7 @@ func TestLostWorkerIsReported(t *testing.T) {
 	if c.Lost != 0 || c.Sent == 0 || c.Acked > c.Sent || len(res.Intervals) == 0 {
 		t.Errorf("accounting after a lost worker: %+v", c)
 	}
-	if !strings.Contains(stdout, "WORKER http://127.0.0.15:39775 lost") {
+	if !strings.Contains(stdout, "WORKER http://127.0.0.15:29775 lost") {
 		t.Errorf("summary does not name the lost worker:\n%s", stdout)
 	}
 }

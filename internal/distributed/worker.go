@@ -293,6 +293,7 @@ func (w *Worker) execute(ctx context.Context, r *workerRun) {
 			r.queue.push(Event{Kind: Prepared})
 			select {
 			case at := <-r.startAt:
+				w.logf("run %s: starts in %s", a.RunID, time.Duration(at-clock.Now()).Round(time.Millisecond))
 				return at, nil
 			case <-ctx.Done():
 				return 0, context.Cause(ctx)

@@ -67,7 +67,7 @@ func TestLocalVersionAt(t *testing.T) {
 		// A port with a cluster whose addresses are others.
 		{"other addresses", plain, []string{"127.0.0.2:9092"}, ""},
 		// No local cluster on that port.
-		{"nothing there", plain, []string{"127.0.0.1:39092"}, ""},
+		{"nothing there", plain, []string{"127.0.0.1:29093"}, ""},
 		// A driver without local brokers.
 		{"no local kind", &workload.DriverConfig{Name: "no-such-driver"}, []string{"127.0.0.1:9092"}, ""},
 	} {

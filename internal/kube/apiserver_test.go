@@ -25,7 +25,7 @@ func testSpec(hostNetwork bool) Spec {
 // create them for real and delete them all when the run ends (here: its
 // coordinator never starts, as no controller runs).
 func TestObjectsAgainstAPIServer(t *testing.T) {
-	srv := kubetest.Start(t, 39823, 39843)
+	srv := kubetest.Start(t, 29823, 29843)
 	for _, hostNetwork := range []bool{false, true} {
 		o, err := Build(testSpec(hostNetwork))
 		if err != nil {

@@ -92,7 +92,7 @@ func renderChart(t *testing.T, release string, values map[string]any) []string {
 // chart renders in both network modes; the chart's objects must also run
 // what 'k8s run' would.
 func TestDeployFilesAgainstAPIServer(t *testing.T) {
-	srv := kubetest.Start(t, 39825, 39845)
+	srv := kubetest.Start(t, 29825, 29845)
 	plain, err := os.ReadFile("../../deploy/kubernetes/quick-run.yaml")
 	if err != nil {
 		t.Fatal(err)

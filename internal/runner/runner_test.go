@@ -18,7 +18,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-var lazyBroker = testbroker.NewLazy(39192)
+var lazyBroker = testbroker.NewLazy(29192)
 
 func TestMain(m *testing.M) { lazyBroker.Main(m) }
 

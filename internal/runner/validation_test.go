@@ -254,7 +254,7 @@ func TestBrokerStallShowsInLatency(t *testing.T) {
 // TestInjectedDelayShowsInLatency's.
 func TestProxyDelayBoundsKafkaLatency(t *testing.T) {
 	testbroker.Need(t, testbroker.Kafka)
-	const brokerPort, proxyPort = 39195, 39197 // the broker's controller takes 39196
+	const brokerPort, proxyPort = 29195, 29197 // the broker's controller takes 29196
 	const oneWay = 20 * time.Millisecond
 	proxyAddr := fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	setDelay := delayProxy(t, proxyAddr, fmt.Sprintf("127.0.0.1:%d", brokerPort))

@@ -19,7 +19,7 @@ import (
 // server is the broker the tests start, secured (a password on every
 // listener, and a TLS one), on a port of their own, when the first test
 // that needs it asks.
-var server = testbroker.NewLazyLocalWith("artemis", 39616, func(c *local.Cluster) {
+var server = testbroker.NewLazyLocalWith("artemis", 29616, func(c *local.Cluster) {
 	c.Listeners, c.HeapMB = []string{"plain", "tls"}, 512
 })
 

@@ -24,7 +24,7 @@ import (
 )
 
 // lazyBroker is the test broker, started by the first test that needs it.
-var lazyBroker = testbroker.NewLazy(39092)
+var lazyBroker = testbroker.NewLazy(29092)
 
 func TestMain(m *testing.M) { lazyBroker.Main(m) }
 

@@ -17,7 +17,7 @@ import (
 // (as after brokerbench itself was killed), and Down stopping all.
 func TestClusterLifecycle(t *testing.T) {
 	testbroker.Need(t, testbroker.Kafka)
-	b, err := testbroker.StartCluster(39592, 3, nil)
+	b, err := testbroker.StartCluster(29592, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +29,8 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	hosts := map[string]bool{}
 	for _, n := range st.Nodes {
-		if hosts[n.Host] || n.Ports["client"] != 39592 || n.Ports["controller"] == 0 || n.Ports["controller"] == 39593 || n.PID == 0 {
-			t.Errorf("node %+v: want its own host, client port 39592, an allocated controller port", n)
+		if hosts[n.Host] || n.Ports["client"] != 29592 || n.Ports["controller"] == 0 || n.Ports["controller"] == 29593 || n.PID == 0 {
+			t.Errorf("node %+v: want its own host, client port 29592, an allocated controller port", n)
 		}
 		hosts[n.Host] = true
 	}
@@ -69,7 +69,7 @@ func TestClusterLifecycle(t *testing.T) {
 	for _, n := range c.Status().Nodes {
 		pids = append(pids, n.PID)
 	}
-	again := kafka.NewLocal(39592, 1)
+	again := kafka.NewLocal(29592, 1)
 	again.StateDir, again.HeapMB, again.Log = c.StateDir, 384, os.Stderr
 	st, err = again.Up(context.Background())
 	if err != nil {

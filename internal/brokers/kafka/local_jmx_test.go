@@ -272,7 +272,7 @@ func TestKafkaJMXConfigServesWhatIsRead(t *testing.T) {
 // broker's series (its JVM collectors cost a read CPU for series nobody
 // reads), and a controller without a metrics port runs no exporter.
 func TestKafkaCommandFiltersExporter(t *testing.T) {
-	c := NewLocal(39092, 1)
+	c := NewLocal(29092, 1)
 	c.StateDir = t.TempDir()
 	broker := &local.Node{ID: 1, Roles: []string{"broker"}, Host: "127.0.0.1", Ports: map[string]int{"metrics": 7071}, Dir: c.StateDir}
 	argv := Kind{}.Command(c, broker)

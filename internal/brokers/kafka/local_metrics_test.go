@@ -26,7 +26,7 @@ import (
 // so.
 func TestKafkaMetricsEndpoint(t *testing.T) {
 	testbroker.Need(t, testbroker.Kafka)
-	b, err := testbroker.Start(39892)
+	b, err := testbroker.Start(29892)
 	if err != nil {
 		t.Fatal(err)
 	}

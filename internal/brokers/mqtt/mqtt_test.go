@@ -20,7 +20,7 @@ import (
 
 // server is the Mosquitto server the tests start, on a port of their
 // own, when the first test that needs it asks.
-var server = testbroker.NewLazyLocal("mosquitto", 39883)
+var server = testbroker.NewLazyLocal("mosquitto", 29883)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

@@ -17,7 +17,7 @@ import (
 
 // server is the nats server the tests start, on a port of their own, when the
 // first test that needs it asks.
-var server = testbroker.NewLazyLocal("nats", 39422)
+var server = testbroker.NewLazyLocal("nats", 29422)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

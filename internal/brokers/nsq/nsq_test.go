@@ -20,7 +20,7 @@ import (
 
 // server is the nsqd the tests start, on a port of their own, when the
 // first test that needs it asks.
-var server = testbroker.NewLazyLocal("nsq", 39150)
+var server = testbroker.NewLazyLocal("nsq", 29150)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

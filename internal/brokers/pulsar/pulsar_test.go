@@ -23,7 +23,7 @@ import (
 
 // server is the Pulsar standalone node the tests start, on ports of their
 // own, when the first test that needs it asks.
-var server = testbroker.NewLazyLocal("pulsar", 39650)
+var server = testbroker.NewLazyLocal("pulsar", 29650)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

@@ -16,7 +16,7 @@ import (
 
 // server is the RabbitMQ node the tests start, on a port of their own, when the
 // first test that needs it asks.
-var server = testbroker.NewLazyLocal("rabbitmq", 39672)
+var server = testbroker.NewLazyLocal("rabbitmq", 29672)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

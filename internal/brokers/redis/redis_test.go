@@ -15,7 +15,7 @@ import (
 
 // server is the redis server the tests start, on a port of their own, when the
 // first test that needs it asks.
-var server = testbroker.NewLazyLocal("redis", 39379)
+var server = testbroker.NewLazyLocal("redis", 29379)
 
 func TestMain(m *testing.M) { server.Main(m) }
 

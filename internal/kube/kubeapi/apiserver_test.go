@@ -16,7 +16,7 @@ import (
 // field it does not know and says which; and a missing object is
 // NotFound.
 func TestAgainstAPIServer(t *testing.T) {
-	srv := kubetest.Start(t, 39827, 39847)
+	srv := kubetest.Start(t, 29827, 29847)
 	cfg, err := kubeapi.Load(srv.Kubeconfig, "")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 // server is the RabbitMQ node the tests start, on a port of their own, when the
 // first test that needs it asks.
-var server = testbroker.NewLazyLocal("rabbitmq", 39673)
+var server = testbroker.NewLazyLocal("rabbitmq", 29673)
 
 func TestMain(m *testing.M) { server.Main(m) }
 
