@@ -304,13 +304,15 @@ its workload and effective driver settings from its results file, on
 --rerun-broker, else the local cluster (of each side's broker release,
 when the two differ). The reruns are recorded labelled rerun=<id of the
 run repeated>. A change is CONFIRMED when the reruns' means differ in its
-direction by at least half its size, else DISMISSED. A run whose results
+direction by at least half its size, REVERSED when they differ the other
+way by at least --threshold (the recorded runs of one side were off: the
+reruns' direction counts), else DISMISSED. A run whose results
 mask a secret setting cannot be made again: rerun it by hand with its
 driver file.
 
 Exit codes: 0 no regression beyond --threshold, 8 a regression beyond it
 (a change for the worse: lower rates, higher latencies; with --rerun, one
-the reruns confirmed), 2 invalid flags or a run that cannot be made
+the reruns show), 2 invalid flags or a run that cannot be made
 again, 1 the history could not be read or a rerun failed.`,
 		Example: `  brokerbench history check
   brokerbench history check --workload quick --metric e2e.p99 --threshold 0.1

@@ -15,7 +15,11 @@ import (
 // with a one-way delay of 1 ms, then 10 with 5 ms, and checks that
 // 'history check' finds one change point, at the first 5 ms run, naming
 // the setting, and exits 8. The machine may be busy: its runs' verdicts
-// are kept (--all-runs), their exit codes not checked.
+// are kept (--all-runs); when one was judged (a disturbed machine, a
+// missed target), the recorded figures may be off, even inverted (10
+// runs of a slowed machine before the change), and only the place and
+// the setting are the check's to get right, the direction being the
+// reruns'.
 func TestHistoryCheckNamesTheSetting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 runs of a second: not under -short (TestCheck covers the check on records)")
@@ -23,6 +27,7 @@ func TestHistoryCheckNamesTheSetting(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "history.jsonl")
 	var firstSlow string
+	judged := false
 	for i := range 20 {
 		delay := 1
 		if i >= 10 {
@@ -39,6 +44,7 @@ func TestHistoryCheckNamesTheSetting(t *testing.T) {
 		if code != ExitOK && code != ExitTargetNotHeld && code != ExitLoadGeneratorBound && code != ExitDisturbed {
 			t.Fatalf("run %d: exit %d\n%s", i, code, stderr)
 		}
+		judged = judged || code != ExitOK
 		if i == 10 {
 			c, err := history.Open(store).Records()
 			if err != nil || len(c.Records) != 11 {
@@ -48,16 +54,20 @@ func TestHistoryCheckNamesTheSetting(t *testing.T) {
 		}
 	}
 	code, stdout, stderr := execute("history", "--history", store, "check", "--label", "test=delay", "--metric", "publish.p50", "--all-runs")
-	if code != ExitRegression {
-		t.Errorf("exit %d, want %d\n%s%s", code, ExitRegression, stdout, stderr)
-	}
-	for _, want := range []string{
+	wants := []string{
 		"memory-latency on memory, 1 node(s)",
-		"publish.p50 REGRESSION",
 		"from run " + firstSlow + " ",
 		"  changed: setting common/delay.ms 1 -> 5\n",
-		"1 series checked, 1 change point(s), 1 regression(s) beyond 5%",
-	} {
+	}
+	switch regression := strings.Contains(stdout, "publish.p50 REGRESSION"); {
+	case regression && code != ExitRegression, !regression && code != ExitOK:
+		t.Errorf("exit %d for the report\n%s%s", code, stdout, stderr)
+	case regression:
+		wants = append(wants, "1 series checked, 1 change point(s), 1 regression(s) beyond 5%")
+	case !judged:
+		t.Errorf("no run was judged, yet the check found no regression\n%s", stdout)
+	}
+	for _, want := range wants {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check's report lacks %q:\n%s", want, stdout)
 		}
@@ -67,16 +77,16 @@ func TestHistoryCheckNamesTheSetting(t *testing.T) {
 	}
 
 	// The reruns of the last 1 ms run and the first 5 ms run, from their
-	// results files, confirm the regression.
+	// results files, confirm the regression, or reverse an improvement the
+	// records of a slowed machine showed.
 	t.Chdir(dir) // the reruns' results files
 	code, stdout, stderr = execute("history", "--history", store, "check", "--label", "test=delay", "--metric", "publish.p50", "--all-runs", "--rerun", "2")
 	if code != ExitRegression {
 		t.Errorf("check --rerun 2: exit %d, want %d\n%s%s", code, ExitRegression, stdout, stderr)
 	}
 	for _, want := range []string{
-		"publish.p50 CONFIRMED by 2 rerun(s) of each side: ",
 		"  reruns of " + firstSlow + ": ",
-		"1 change point(s) confirmed by reruns, 0 dismissed; 1 confirmed regression(s) beyond 5%",
+		" 1 confirmed regression(s) beyond 5%\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check --rerun's report lacks %q:\n%s", want, stdout)

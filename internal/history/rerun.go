@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/brokerbench/brokerbench/internal/changepoint"
 )
 
 // RerunLabel is the label of the records of runs made again to confirm a
@@ -85,17 +87,40 @@ type Confirmation struct {
 	// either side (NaN if no rerun gave the figure).
 	Before, After float64
 	// Confirmed says the reruns' means differ in the change's direction
-	// by at least half its size; else the change is dismissed.
+	// by at least half its size.
 	Confirmed bool
+	// Reversed says the reruns' means differ the other way, by at least
+	// the threshold: there is a change at this place, but the recorded
+	// runs of one side were off (a machine disturbed while they ran), and
+	// the reruns' direction is the one to believe. A change neither
+	// confirmed nor reversed is dismissed.
+	Reversed bool
+}
+
+// ShowsRegression reports whether the reruns show a regression of at
+// least the threshold: a confirmed recorded regression (of at least the
+// threshold), or a reversed recorded improvement (the reruns' shift, the
+// other way, is then at least the threshold).
+func (c Confirmation) ShowsRegression() bool {
+	switch {
+	case c.Confirmed:
+		return c.Change.Regression
+	case c.Reversed:
+		return c.Effect == changepoint.Improvement
+	}
+	return false
 }
 
 // Judge says, for each of the pair's changes, whether the reruns confirm
-// it.
-func (r *Reran) Judge() []Confirmation {
+// it, reverse it (threshold is the relative shift the other way that
+// does) or dismiss it.
+func (r *Reran) Judge(threshold float64) []Confirmation {
 	var out []Confirmation
 	for _, ch := range r.Changes {
 		c := Confirmation{Change: ch, Before: meanOf(r.Before, ch.Metric), After: meanOf(r.After, ch.Metric)}
-		c.Confirmed = Confirms(ch.After.Mean-ch.Before.Mean, c.After-c.Before)
+		recorded := ch.After.Mean - ch.Before.Mean
+		c.Confirmed = Confirms(recorded, c.After-c.Before)
+		c.Reversed = Reverses(recorded, c.Before, c.After, threshold)
 		out = append(out, c)
 	}
 	return out
@@ -108,6 +133,17 @@ func Confirms(recorded, rerun float64) bool {
 		return false
 	}
 	return math.Signbit(recorded) == math.Signbit(rerun) && math.Abs(rerun) >= math.Abs(recorded)/2
+}
+
+// Reverses reports whether reruns whose means went from before to after
+// show a change the other way than a recorded shift: the opposite
+// direction, by at least threshold relative to before.
+func Reverses(recorded, before, after, threshold float64) bool {
+	rerun := after - before
+	if recorded == 0 || rerun == 0 || before == 0 || math.IsNaN(rerun) {
+		return false
+	}
+	return math.Signbit(recorded) != math.Signbit(rerun) && math.Abs(rerun)/math.Abs(before) >= threshold
 }
 
 // meanOf is the mean of metric over the figures that hold it; NaN if
@@ -129,30 +165,37 @@ func meanOf(figs []map[string]float64, metric string) float64 {
 // figures, and returns an error wrapping ErrRegression if a regression
 // beyond the threshold is confirmed.
 func ReportReruns(w io.Writer, reran []*Reran, threshold float64) error {
-	confirmed, dismissed, regressions := 0, 0, 0
+	confirmed, reversed, dismissed, regressions := 0, 0, 0, 0
 	for _, r := range reran {
-		for _, c := range r.Judge() {
+		for _, c := range r.Judge(threshold) {
 			tag := "DISMISSED"
-			if c.Confirmed {
+			switch {
+			case c.Confirmed:
 				tag = "CONFIRMED"
 				confirmed++
-				if c.Regression {
-					regressions++
-				}
-			} else {
+			case c.Reversed:
+				tag = "REVERSED"
+				reversed++
+			default:
 				dismissed++
+			}
+			if c.ShowsRegression() {
+				regressions++
 			}
 			fmt.Fprintf(w, "%s: %s %s by %d rerun(s) of each side: %s -> %s (%s), recorded %s -> %s (%s)\n",
 				c.Title, c.Metric, tag, len(r.Before), figure(c.Before), figure(c.After), relative(c.Before, c.After),
 				figure(c.Change.Before.Mean), figure(c.Change.After.Mean), relative(c.Change.Before.Mean, c.Change.After.Mean))
 			fmt.Fprintf(w, "  reruns of %s: %s\n", r.Last.ID, values(r.Before, c.Metric))
 			fmt.Fprintf(w, "  reruns of %s: %s\n", r.First.ID, values(r.After, c.Metric))
+			if c.Reversed {
+				fmt.Fprintf(w, "  the reruns shift the other way by %.0f%% or more: the recorded runs of one side were off (a machine disturbed while they ran?); believe the reruns\n", 100*threshold)
+			}
 		}
 		for _, d := range unrepeated(&r.Last, &r.First) {
 			fmt.Fprintf(w, "  not repeated by the reruns, made by this brokerbench on this machine: %s %s -> %s\n", d.What, orNone(d.A), orNone(d.B))
 		}
 	}
-	fmt.Fprintf(w, "%d change point(s) confirmed by reruns, %d dismissed; %d confirmed regression(s) beyond %.0f%%\n", confirmed, dismissed, regressions, 100*threshold)
+	fmt.Fprintf(w, "%d change point(s) confirmed by reruns, %d reversed, %d dismissed; %d confirmed regression(s) beyond %.0f%%\n", confirmed, reversed, dismissed, regressions, 100*threshold)
 	if regressions > 0 {
 		return fmt.Errorf("%w: %d change point(s) worse by %.0f%% or more, confirmed by reruns", ErrRegression, regressions, 100*threshold)
 	}

@@ -13,8 +13,15 @@ import (
 // the publish rate.
 func checkedSetting(t *testing.T) *Checked {
 	t.Helper()
+	return checkedShift(t, 2, 10)
+}
+
+// checkedShift is the check of a series whose publish p99 went from
+// before to after at run-10, when a setting changed.
+func checkedShift(t *testing.T, before, after float64) *Checked {
+	t.Helper()
 	lingerUp := func(r *Record) { r.Settings = map[string]string{"producer/linger.ms": "50"} }
-	c, err := Check(append(series(day, 0, 10, 2, nil), series(day, 10, 10, 10, lingerUp)...),
+	c, err := Check(append(series(day, 0, 10, before, nil), series(day, 10, 10, after, lingerUp)...),
 		CheckOptions{Metrics: []string{"publish.p99", "publishRate"}, Threshold: 0.05})
 	if err != nil || len(c.Changes) != 1 {
 		t.Fatalf("check: %v, %+v", err, c)
@@ -67,8 +74,14 @@ func TestRerunConfirmsOrDismisses(t *testing.T) {
 			want: "publish.p99 DISMISSED by 2 rerun(s) of each side: 2 -> 5.9 (+195.0%)",
 		},
 		{
-			// A shift the other way dismisses the change however large.
+			// A shift the other way, beyond the threshold, reverses the
+			// change: an improvement here, so no regression.
 			name: "opposite", before: []float64{10, 10}, after: []float64{2, 2},
+			want: "publish.p99 REVERSED by 2 rerun(s) of each side: 10 -> 2 (-80.0%)",
+		},
+		{
+			// A shift the other way within the threshold is noise.
+			name: "opposite within the threshold", before: []float64{10, 10}, after: []float64{9.8, 9.8},
 			want: "DISMISSED",
 		},
 		{
@@ -88,7 +101,7 @@ func TestRerunConfirmsOrDismisses(t *testing.T) {
 			if got := strings.Join(runs.made, " "); got != "run-09 run-10 run-09 run-10" {
 				t.Errorf("runs made in the order %s, want before and after alternately", got)
 			}
-			judged := reran.Judge()
+			judged := reran.Judge(0.05)
 			if len(judged) != 1 || judged[0].Confirmed != tc.confirmed {
 				t.Errorf("judged %+v, want confirmed %v", judged, tc.confirmed)
 			}
@@ -101,6 +114,54 @@ func TestRerunConfirmsOrDismisses(t *testing.T) {
 				t.Errorf("report lacks %q:\n%s", tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestRerunsReverseAnImprovement: an improvement recorded because the
+// runs before it were slowed (a disturbed machine) is a regression by
+// its reruns: reported REVERSED, counted as a confirmed regression.
+func TestRerunsReverseAnImprovement(t *testing.T) {
+	c := checkedShift(t, 50, 10)
+	if ch := c.Changes[0]; ch.Regression {
+		t.Fatalf("recorded %+v, want an improvement", ch)
+	}
+	runs := &fakeRuns{figures: map[string][]float64{"run-09": {3, 2.6}, "run-10": {11.6, 11.8}}}
+	reran, err := Pairs(c.Changes)[0].Rerun(context.Background(), 2, runs.again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = ReportReruns(&out, []*Reran{reran}, 0.05)
+	if !errors.Is(err, ErrRegression) {
+		t.Errorf("report: %v, want a regression", err)
+	}
+	for _, want := range []string{
+		"publish.p99 REVERSED by 2 rerun(s) of each side: 2.8 -> 11.7 (+317.9%), recorded 50 -> 10 (-80.0%)\n",
+		"  the reruns shift the other way by 5% or more: the recorded runs of one side were off",
+		"0 change point(s) confirmed by reruns, 1 reversed, 0 dismissed; 1 confirmed regression(s) beyond 5%\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestReverses(t *testing.T) {
+	for _, tc := range []struct {
+		recorded, before, after float64
+		want                    bool
+	}{
+		{-40, 2.8, 11.7, true},     // recorded down, reruns up 318%
+		{8, 10, 2, true},           // recorded up, reruns down 80%
+		{8, 10, 9.6, false},        // down 4%: within 5%
+		{8, 2, 10, false},          // the same direction
+		{8, 0, 1, false},           // no relative size
+		{0, 2, 10, false},          // nothing recorded
+		{-8, 2, math.NaN(), false}, // no rerun figure
+	} {
+		if got := Reverses(tc.recorded, tc.before, tc.after, 0.05); got != tc.want {
+			t.Errorf("Reverses(%v, %v, %v) = %v, want %v", tc.recorded, tc.before, tc.after, got, tc.want)
+		}
 	}
 }
 
