@@ -453,7 +453,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 	if err := c.plan(prev, fresh); err != nil {
 		return Status{}, err
 	}
-	if err := c.Kind.Install(ctx, c.CacheDir, c.logf); err != nil {
+	if err := install(ctx, c.Kind, c.CacheDir, c.logf); err != nil {
 		return Status{}, err
 	}
 	if fresh {
