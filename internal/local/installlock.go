@@ -14,8 +14,12 @@ import (
 // once (two runs, a run and 'local up', test packages in parallel) never
 // download into the same directory together: the second waits, then
 // finds the install complete. The lock is the kernel's (flock), so a
-// process that dies holding it releases it.
+// process that dies holding it releases it. Without a cache directory
+// there is nothing to share, and no lock.
 func install(ctx context.Context, kind Kind, cacheDir string, logf func(string, ...any)) error {
+	if cacheDir == "" {
+		return kind.Install(ctx, cacheDir, logf)
+	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return fmt.Errorf("install %s: %w", kind.Name(), err)
 	}
