@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,13 @@ func TestLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	time.Sleep(200 * time.Millisecond) // exited, not reaped: a zombie
+	// Exited, not reaped: a zombie, once the busiest machine ran it.
+	for deadline := time.Now().Add(30 * time.Second); !zombie(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !zombie(pid) {
+		t.Fatalf("pid %d did not become a zombie", pid)
+	}
 	if Live(pid) {
 		t.Errorf("a zombie (pid %d) counts as live", pid)
 	}
@@ -96,4 +103,15 @@ func TestStartTime(t *testing.T) {
 	if StartTime(1<<30) != 0 {
 		t.Error("a PID that does not exist has a start time")
 	}
+}
+
+// zombie reports whether the kernel shows pid as a zombie (state Z).
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -32,43 +33,47 @@ func fakeProc(t *testing.T, root string, user, system, idle, iowait, sectorsRead
 }
 
 func TestSampleRates(t *testing.T) {
-	root := t.TempDir()
-	fakeProc(t, root, 100, 50, 800, 50, 0, 0, 0, 0, 0, 1000)
-	s := &Sampler{procRoot: filepath.Join(root, "proc"), sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 42}, {ID: 2, PID: 42}, {ID: 3, PID: 99}}}
-	s.last = s.read()
-	s.last.at = s.last.at.Add(-2 * time.Second) // two seconds ago
-	// In 2 s on 2 cores (400 ticks): 100 user, 40 system, 60 iowait, 200
-	// idle; 4 MB read and 8 MB written; 20 MB received; the process used
-	// 150 ticks (75% of a core).
-	fakeProc(t, root, 200, 90, 1000, 110, 8192, 16384, 20e6, 10e6, 150, 2000)
-	got := s.Sample()
-	if got == nil {
-		t.Fatal("no sample")
-	}
-	near := func(name string, v, want float64) {
-		t.Helper()
-		if math.Abs(v-want) > 0.05*math.Max(1, want) {
-			t.Errorf("%s = %.3f, want %.3f", name, v, want)
+	// In a bubble, the clock stands still while the test works: the
+	// sample's interval is the 2 s set, however slow the machine.
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		fakeProc(t, root, 100, 50, 800, 50, 0, 0, 0, 0, 0, 1000)
+		s := &Sampler{procRoot: filepath.Join(root, "proc"), sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 42}, {ID: 2, PID: 42}, {ID: 3, PID: 99}}}
+		s.last = s.read()
+		s.last.at = s.last.at.Add(-2 * time.Second) // two seconds ago
+		// In 2 s on 2 cores (400 ticks): 100 user, 40 system, 60 iowait, 200
+		// idle; 4 MB read and 8 MB written; 20 MB received; the process used
+		// 150 ticks (75% of a core).
+		fakeProc(t, root, 200, 90, 1000, 110, 8192, 16384, 20e6, 10e6, 150, 2000)
+		got := s.Sample()
+		if got == nil {
+			t.Fatal("no sample")
 		}
-	}
-	near("user %", got.CPUUser, 25)
-	near("system %", got.CPUSystem, 10)
-	near("iowait %", got.CPUIowait, 15)
-	near("idle %", got.CPUIdle, 50)
-	near("disk read MB/s", got.DiskReadMBps, 8192*512/2/1e6)
-	near("disk write MB/s", got.DiskWriteMBps, 16384*512/2/1e6)
-	near("net rx MB/s", got.NetRxMBps, 10)
-	near("net tx MB/s", got.NetTxMBps, 5)
-	// Nodes 1 and 2 are the same fake process; node 3 has none and is
-	// left out. The broker's figures sum over its nodes.
-	rss := float64(2000*os.Getpagesize()) / (1 << 20)
-	near("broker CPU %", got.BrokerCPU, 150)
-	near("broker RSS MB", got.BrokerRSSMB, 2*rss)
-	if !got.BrokerSampled || len(got.BrokerNodes) != 2 || got.BrokerNodes[1].ID != 2 {
-		t.Fatalf("broker nodes %+v: want nodes 1 and 2 sampled", got.BrokerNodes)
-	}
-	near("node 1 CPU %", got.BrokerNodes[0].CPU, 75)
-	near("node 2 RSS MB", got.BrokerNodes[1].RSSMB, rss)
+		near := func(name string, v, want float64) {
+			t.Helper()
+			if math.Abs(v-want) > 0.05*math.Max(1, want) {
+				t.Errorf("%s = %.3f, want %.3f", name, v, want)
+			}
+		}
+		near("user %", got.CPUUser, 25)
+		near("system %", got.CPUSystem, 10)
+		near("iowait %", got.CPUIowait, 15)
+		near("idle %", got.CPUIdle, 50)
+		near("disk read MB/s", got.DiskReadMBps, 8192*512/2/1e6)
+		near("disk write MB/s", got.DiskWriteMBps, 16384*512/2/1e6)
+		near("net rx MB/s", got.NetRxMBps, 10)
+		near("net tx MB/s", got.NetTxMBps, 5)
+		// Nodes 1 and 2 are the same fake process; node 3 has none and is
+		// left out. The broker's figures sum over its nodes.
+		rss := float64(2000*os.Getpagesize()) / (1 << 20)
+		near("broker CPU %", got.BrokerCPU, 150)
+		near("broker RSS MB", got.BrokerRSSMB, 2*rss)
+		if !got.BrokerSampled || len(got.BrokerNodes) != 2 || got.BrokerNodes[1].ID != 2 {
+			t.Fatalf("broker nodes %+v: want nodes 1 and 2 sampled", got.BrokerNodes)
+		}
+		near("node 1 CPU %", got.BrokerNodes[0].CPU, 75)
+		near("node 2 RSS MB", got.BrokerNodes[1].RSSMB, rss)
+	})
 }
 
 // TestSampleThisProcess samples the real /proc while this process burns CPU.
@@ -112,65 +117,69 @@ func TestSampleThisProcess(t *testing.T) {
 // processes' work; steal is kept apart; a child running another program is
 // not brokerbench's.
 func TestOtherProcessesAndSteal(t *testing.T) {
-	root := t.TempDir()
-	proc := filepath.Join(root, "proc")
-	write := func(rel, text string) {
-		t.Helper()
-		p := filepath.Join(proc, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+	// In a bubble, the clock stands still while the test works: the
+	// sample's interval is the 2 s set, however slow the machine.
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		proc := filepath.Join(root, "proc")
+		write := func(rel, text string) {
+			t.Helper()
+			p := filepath.Join(proc, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+		link := func(pid, target string) {
+			t.Helper()
+			if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, filepath.Join(proc, pid, "exe")); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	link := func(pid, target string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
-			t.Fatal(err)
+		stat := func(pid, ppid int, ticks uint64) string {
+			return fmt.Sprintf("%d (x) S %d 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 100 1000 10 0 0\n", pid, ppid, ticks)
 		}
-		if err := os.Symlink(target, filepath.Join(proc, pid, "exe")); err != nil {
-			t.Fatal(err)
+		// user nice system idle iowait irq softirq steal
+		state := func(user, idle, steal, client, broker, worker, stranger uint64) {
+			write("stat", fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 %d 0 0\ncpu0 1\ncpu1 1\n", user, idle, steal))
+			write("42/stat", stat(42, 1, client))
+			write("43/stat", stat(43, 1, broker))
+			write("44/stat", stat(44, 42, worker))
+			write("45/stat", stat(45, 42, stranger))
 		}
-	}
-	stat := func(pid, ppid int, ticks uint64) string {
-		return fmt.Sprintf("%d (x) S %d 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 100 1000 10 0 0\n", pid, ppid, ticks)
-	}
-	// user nice system idle iowait irq softirq steal
-	state := func(user, idle, steal, client, broker, worker, stranger uint64) {
-		write("stat", fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 %d 0 0\ncpu0 1\ncpu1 1\n", user, idle, steal))
-		write("42/stat", stat(42, 1, client))
-		write("43/stat", stat(43, 1, broker))
-		write("44/stat", stat(44, 42, worker))
-		write("45/stat", stat(45, 42, stranger))
-	}
-	link("42", "/opt/brokerbench")
-	link("44", "/opt/brokerbench") // a worker brokerbench started
-	link("45", "/usr/bin/sh")      // a child running something else
-	state(0, 0, 0, 0, 0, 0, 0)
-	s := &Sampler{procRoot: proc, sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 43}}}
-	s.last = s.read()
-	s.last.at = s.last.at.Add(-2 * time.Second)
-	// In 2 s on 2 cores (400 ticks): 320 busy, 60 idle, 20 stolen. The
-	// client used 150 ticks (75% of a core), its worker 40 (20%), the
-	// broker 100 (50%), the shell child 10: the others used 160% - 95% -
-	// 50% = 15% of a core, the shell child among them.
-	state(320, 60, 20, 150, 100, 40, 10)
-	got := s.Sample()
-	if got == nil {
-		t.Fatal("no sample")
-	}
-	near := func(name string, v, want float64) {
-		t.Helper()
-		if math.Abs(v-want) > 0.5 {
-			t.Errorf("%s = %.2f, want %.2f", name, v, want)
+		link("42", "/opt/brokerbench")
+		link("44", "/opt/brokerbench") // a worker brokerbench started
+		link("45", "/usr/bin/sh")      // a child running something else
+		state(0, 0, 0, 0, 0, 0, 0)
+		s := &Sampler{procRoot: proc, sysRoot: filepath.Join(root, "sys"), clientPID: 42, brokers: []Node{{ID: 1, PID: 43}}}
+		s.last = s.read()
+		s.last.at = s.last.at.Add(-2 * time.Second)
+		// In 2 s on 2 cores (400 ticks): 320 busy, 60 idle, 20 stolen. The
+		// client used 150 ticks (75% of a core), its worker 40 (20%), the
+		// broker 100 (50%), the shell child 10: the others used 160% - 95% -
+		// 50% = 15% of a core, the shell child among them.
+		state(320, 60, 20, 150, 100, 40, 10)
+		got := s.Sample()
+		if got == nil {
+			t.Fatal("no sample")
 		}
-	}
-	near("client CPU", got.ClientCPU, 95)
-	near("broker CPU", got.BrokerCPU, 50)
-	near("other CPU", got.OtherCPU, 15)
-	near("steal %", got.CPUSteal, 5)
-	if got.Cores != 2 {
-		t.Errorf("cores %d, want 2", got.Cores)
-	}
+		near := func(name string, v, want float64) {
+			t.Helper()
+			if math.Abs(v-want) > 0.5 {
+				t.Errorf("%s = %.2f, want %.2f", name, v, want)
+			}
+		}
+		near("client CPU", got.ClientCPU, 95)
+		near("broker CPU", got.BrokerCPU, 50)
+		near("other CPU", got.OtherCPU, 15)
+		near("steal %", got.CPUSteal, 5)
+		if got.Cores != 2 {
+			t.Errorf("cores %d, want 2", got.Cores)
+		}
+	})
 }
