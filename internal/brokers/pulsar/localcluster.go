@@ -65,6 +65,12 @@ func brokerConfig(c *local.Cluster, n, zk *local.Node) string {
 	// bookies that are gone halts after 10 s, not after Pulsar's 60 s,
 	// longer than brokerbench waits before a SIGKILL.
 	b.WriteString("brokerShutdownTimeoutMs=10000\n")
+	// A namespace's bundles stay on the brokers they were assigned to:
+	// a bundle split or shed under a run's load moves its topics, whose
+	// message-in counters (the written count) start again from zero on
+	// their new broker, and whose consumers are sent again what they had
+	// not acknowledged.
+	b.WriteString("loadBalancerAutoBundleSplitEnabled=false\nloadBalancerAutoUnloadSplitBundlesEnabled=false\nloadBalancerSheddingEnabled=false\n")
 	return b.String()
 }
 
