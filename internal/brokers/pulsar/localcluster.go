@@ -153,6 +153,9 @@ func (Kind) Initialize(ctx context.Context, c *local.Cluster, n *local.Node) err
 	argv := append(java(c, n, 256), "org.apache.pulsar.PulsarClusterMetadataSetup", "--cluster", clusterName,
 		"--metadata-store", store, "--configuration-metadata-store", store,
 		"--web-service-url", "http://"+strings.Join(web, ","), "--broker-service-url", "pulsar://"+strings.Join(service, ","))
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, "writing cluster %q into ZooKeeper at %s (PulsarClusterMetadataSetup)\n", clusterName, n.Addr("zookeeper"))
+	}
 	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 		return fmt.Errorf("write the Pulsar cluster's metadata into ZooKeeper at %s: %w\n%s", n.Addr("zookeeper"), err, local.LastLines(string(out), 20))
 	}
