@@ -97,6 +97,26 @@ type StartInOrder interface {
 	NodeReady(ctx context.Context, c *Cluster, n *Node) error
 }
 
+// LastToStop is implemented by kinds some of whose nodes must outlive the
+// others' shutdown: Pulsar's brokers unregister and close their ledgers
+// through the ZooKeeper node, and wait for it while it is gone.
+type LastToStop interface {
+	// StopsLast reports whether node n stops once the others have.
+	StopsLast(n *Node) bool
+}
+
+// Initializer is implemented by StartInOrder kinds whose new cluster
+// needs a step run once between the start of two of its nodes: Pulsar
+// writes its cluster's metadata into the metadata store, which must
+// serve, before any broker starts.
+type Initializer interface {
+	// Initialize is called, once for each node of a new cluster in the
+	// order they start, after node n serves and before the next starts;
+	// it runs the step when n is the node the step waits for, and returns
+	// nil at once for the others.
+	Initialize(ctx context.Context, c *Cluster, n *Node) error
+}
+
 // Cluster is a broker cluster on this machine: one process per node, each
 // node on its own loopback address, its state in StateDir. Brokers and
 // Controllers size it; the layout, recorded in StateDir, is kept across
@@ -485,11 +505,15 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		}
 	}
 	ordered, inOrder := c.Kind.(StartInOrder)
+	initializer, initializes := c.Kind.(Initializer)
 	for i, n := range c.nodes {
 		err := c.startNode(n)
 		if err == nil && inOrder && fresh {
 			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (a new cluster's nodes start one after another)", c.Kind.Name(), n.ID),
 				c.nodes[:i+1], func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
+		}
+		if err == nil && inOrder && initializes && fresh {
+			err = initializer.Initialize(ctx, c, n)
 		}
 		if err != nil {
 			_ = c.Down()
@@ -579,7 +603,7 @@ func (c *Cluster) stopLeftovers(nodes []*Node) error {
 			running = append(running, n)
 		}
 	}
-	return errors.Join(c.stopAll(running), c.stopForked(nodes))
+	return errors.Join(c.stopInOrder(running), c.stopForked(nodes))
 }
 
 // stopForked stops what stopped nodes forked and left running.
@@ -597,9 +621,18 @@ func (c *Cluster) stopForked(nodes []*Node) error {
 
 // plan lays the cluster out: node directories (emptied when fresh), and a
 // port for each listener, the client port preferred and every other chosen
-// free by the system. The client port of a node that is taken by another
-// process is an error: brokers must be reachable where the user expects.
+// free by the system; a cluster started again with its data keeps the
+// ports it recorded where they are still free, as its data may name them
+// (a Pulsar bookie's identity is its address). The client port of a node
+// that is taken by another process is an error: brokers must be reachable
+// where the user expects.
 func (c *Cluster) plan(prev record, fresh bool) error {
+	recorded := map[int]map[string]int{}
+	if !fresh {
+		for _, n := range prev.Nodes {
+			recorded[n.ID] = n.Ports
+		}
+	}
 	c.ID = prev.ID
 	if fresh || c.ID == "" {
 		c.ID = newClusterID()
@@ -626,7 +659,7 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 			taken[n.Host] = map[int]bool{}
 		}
 		for _, name := range slices.Sorted(maps.Keys(n.Ports)) {
-			preferred := 0
+			preferred := recorded[n.ID][name]
 			if name == "client" {
 				preferred = c.Port
 				if !portFree(n.Host, preferred) {
@@ -803,7 +836,7 @@ func (c *Cluster) Down() error {
 			_ = os.Remove(n.pidFile())
 		}
 	}
-	err := errors.Join(c.stopAll(running), c.stopForked(c.Nodes()))
+	err := errors.Join(c.stopInOrder(running), c.stopForked(c.Nodes()))
 	if c.proxy != nil {
 		// The links go last: nodes shutting down still talk to each other.
 		if pid, ok := c.proxy.PID(); ok {
@@ -812,6 +845,24 @@ func (c *Cluster) Down() error {
 		err = errors.Join(err, c.proxy.Stop(10*time.Second))
 	}
 	return err
+}
+
+// stopInOrder stops nodes, those the kind stops last (LastToStop) once
+// the others have stopped, each group in parallel (stopAll).
+func (c *Cluster) stopInOrder(nodes []*Node) error {
+	last, ok := c.Kind.(LastToStop)
+	if !ok {
+		return c.stopAll(nodes)
+	}
+	var first, then []*Node
+	for _, n := range nodes {
+		if last.StopsLast(n) {
+			then = append(then, n)
+		} else {
+			first = append(first, n)
+		}
+	}
+	return errors.Join(c.stopAll(first), c.stopAll(then))
 }
 
 // stopAll stops nodes in parallel: a quorum member waits for the others,

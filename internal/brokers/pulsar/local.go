@@ -2,12 +2,13 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -16,24 +17,41 @@ import (
 // Version is the Apache Pulsar release brokerbench installs and runs.
 const Version = "4.0.7"
 
-// NewLocal returns a local Pulsar standalone node, its binary protocol on
-// port, with default directories ("pulsar-PORT" under the state
-// directory) and a heap of 1024 MB. A local Pulsar cluster has one node
-// (the module's MaxNodes).
+// NewLocal returns a local Pulsar cluster of brokers nodes, its brokers'
+// binary protocol on port, with default directories ("pulsar-PORT" under
+// the state directory): a standalone node for one broker (heap 1024 MB),
+// else a cluster of brokers and one ZooKeeper node (heap 512 MB for each
+// broker and its bookie).
 func NewLocal(port, brokers int) *local.Cluster {
+	heap := 1024
+	if brokers > 1 {
+		heap = 512
+	}
 	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("pulsar-%d", port)),
-		Port: port, Brokers: brokers, HeapMB: 1024}
+		Port: port, Brokers: brokers, HeapMB: heap}
 }
 
-// Kind is the local.Kind of Pulsar standalone nodes: a broker, one bookie
-// and the metadata store (RocksDB) in one JVM, as Pulsar's
-// PulsarStandaloneStarter runs them, without the functions worker,
-// stream storage, transactions or the WebSocket service. Its ledgers
-// have one copy (ensemble, write and ack quorums of 1). Each node serves
-// the binary protocol on its "client" port and the admin API, topic
-// lookups and its metrics on its "http" port; its bookie listens on the
-// "bookie" port.
+// Kind is the local.Kind of Pulsar. One broker is a standalone node: a
+// broker, one bookie and the metadata store (RocksDB) in one JVM, as
+// Pulsar's PulsarStandaloneStarter runs them, its ledgers with one copy.
+// More brokers are a cluster named "local" (the name OMB's driver files
+// and deployments give): one ZooKeeper node as the metadata store, and
+// on each broker node a broker with its bookie in one JVM
+// (PulsarBrokerStarter --run-bookie), its ledgers on min(3, brokers)
+// bookies, written to all of them and acknowledged by a majority. Neither
+// runs the functions worker, stream storage, transactions or the
+// WebSocket service. Each broker node serves the binary protocol on its
+// "client" port and the admin API, topic lookups and its metrics on its
+// "http" port; its bookie listens on the "bookie" port, and the
+// ZooKeeper node on its "zookeeper" port.
 type Kind struct{}
+
+var (
+	_ local.StartInOrder = Kind{}
+	_ local.Initializer  = Kind{}
+	_ local.Metered      = Kind{}
+	_ local.LastToStop   = Kind{}
+)
 
 // Name implements local.Kind.
 func (Kind) Name() string { return "pulsar" }
@@ -75,10 +93,15 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return os.WriteFile(done, []byte(Version+"\n"), 0o644)
 }
 
-// Layout implements local.Kind: one standalone node per broker (the
-// module allows one), on the cluster's loopback address.
+// Layout implements local.Kind: one standalone node for one broker, on
+// 127.0.0.1; else the ZooKeeper node (id 101, on 127.0.2.1), first as it
+// starts first, then broker node i on 127.0.1.i.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	var nodes []*local.Node
+	if c.Brokers > 1 {
+		nodes = append(nodes, &local.Node{ID: zookeeperNodeID, Roles: []string{"zookeeper"}, Host: local.LoopbackHost(false, true, 1),
+			Ports: map[string]int{"zookeeper": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", zookeeperNodeID))})
+	}
 	for i := 1; i <= c.Brokers; i++ {
 		nodes = append(nodes, &local.Node{ID: i, Roles: []string{"broker", "bookie"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
 			Ports: map[string]int{"client": 0, "http": 0, "bookie": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
@@ -86,16 +109,26 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 	return nodes
 }
 
-// Configure implements local.Kind: each node's standalone.conf and log
-// config. A fresh node's metadata and ledgers are created by its first
-// start.
+// Configure implements local.Kind: each node's config files and log
+// config. A fresh standalone node's metadata and ledgers are created by
+// its first start; a fresh cluster's by Initialize.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
+	zk := zookeeperNode(c.Nodes())
 	for _, n := range c.Nodes() {
-		if err := os.WriteFile(n.ConfigFile("standalone.conf"), []byte(standaloneConfig(c, n)), 0o644); err != nil {
-			return fmt.Errorf("write node %d config: %w", n.ID, err)
+		files := map[string]string{"log4j2.xml": pulsarLog4j}
+		switch {
+		case c.Brokers == 1:
+			files["standalone.conf"] = standaloneConfig(c, n)
+		case n.HasRole("zookeeper"):
+			files["zookeeper.conf"] = zookeeperConfig(n)
+		default:
+			files["broker.conf"] = brokerConfig(c, n, zk)
+			files["bookkeeper.conf"] = bookieConfig(c, n, zk)
 		}
-		if err := os.WriteFile(n.ConfigFile("log4j2.xml"), []byte(pulsarLog4j), 0o644); err != nil {
-			return fmt.Errorf("write node %d log config: %w", n.ID, err)
+		for name, text := range files {
+			if err := os.WriteFile(n.ConfigFile(name), []byte(text), 0o644); err != nil {
+				return fmt.Errorf("write node %d %s: %w", n.ID, name, err)
+			}
 		}
 	}
 	return nil
@@ -106,23 +139,30 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 func standaloneConfig(c *local.Cluster, n *local.Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node Pulsar standalone cluster on loopback.\n", n.ID, c.Brokers)
-	fmt.Fprintf(&b, "clusterName=standalone\nadvertisedAddress=%s\nbindAddress=%[1]s\n", n.Host)
-	fmt.Fprintf(&b, "brokerServicePort=%d\nwebServicePort=%d\n", n.Ports["client"], n.Ports["http"])
+	b.WriteString("clusterName=standalone\n")
+	writeBrokerSettings(&b, n, persistenceFor(1))
 	// The bookie: its port, on the loopback interface's address (the one
 	// advertised) rather than every interface.
 	fmt.Fprintf(&b, "bookiePort=%d\nallowEphemeralPorts=true\nlisteningInterface=lo\n", n.Ports["bookie"])
+	return b.String()
+}
+
+// writeBrokerSettings writes to b the broker settings a standalone node
+// and a cluster's broker share: node n's address and ports, ledgers of
+// persistence p by default, and the services brokerbench does not use
+// left off.
+func writeBrokerSettings(b *strings.Builder, n *local.Node, p persistence) {
+	fmt.Fprintf(b, "advertisedAddress=%s\nbindAddress=%[1]s\n", n.Host)
+	fmt.Fprintf(b, "brokerServicePort=%d\nwebServicePort=%d\n", n.Ports["client"], n.Ports["http"])
+	fmt.Fprintf(b, "managedLedgerDefaultEnsembleSize=%d\nmanagedLedgerDefaultWriteQuorum=%d\nmanagedLedgerDefaultAckQuorum=%d\n", p.ensemble, p.write, p.ack)
 	// Metrics by namespace, not by topic: a run's partitions would
 	// each be series of their own.
-	b.WriteString("exposeTopicLevelMetricsInPrometheus=false\n")
-	b.WriteString(`functionsWorkerEnabled=false
+	b.WriteString(`exposeTopicLevelMetricsInPrometheus=false
+functionsWorkerEnabled=false
 transactionCoordinatorEnabled=false
 webSocketServiceEnabled=false
-managedLedgerDefaultEnsembleSize=1
-managedLedgerDefaultWriteQuorum=1
-managedLedgerDefaultAckQuorum=1
 brokerDeleteInactiveTopicsEnabled=false
 `)
-	return b.String()
 }
 
 // pulsarLog4j logs at info level to the console, which the node's log
@@ -139,37 +179,80 @@ const pulsarLog4j = `<Configuration status="warn">
 </Configuration>
 `
 
-// Command implements local.Kind: PulsarStandaloneStarter with the JVM
-// options Pulsar's own start script gives it, a heap of HeapMB and as
-// much direct memory, its metadata and ledgers in the node's directory.
+// Command implements local.Kind: PulsarStandaloneStarter, or on a
+// cluster's broker node PulsarBrokerStarter running the node's bookie
+// too, with the JVM options Pulsar's own start script gives them, a heap
+// of HeapMB and as much direct memory; ZooKeeper on the cluster's
+// ZooKeeper node, with a heap of 128 MB.
 func (Kind) Command(c *local.Cluster, n *local.Node) []string {
-	argv := []string{"java", fmt.Sprintf("-Xms%dm", c.HeapMB/2), fmt.Sprintf("-Xmx%dm", c.HeapMB), fmt.Sprintf("-XX:MaxDirectMemorySize=%dm", c.HeapMB)}
-	for _, pkg := range []string{"java.base/java.io", "java.base/java.util.zip", "java.base/sun.net", "java.management/sun.management",
-		"jdk.management/com.sun.management.internal", "java.base/java.nio", "java.base/jdk.internal.misc", "java.base/sun.nio.ch", "java.base/java.lang"} {
-		argv = append(argv, "--add-opens", pkg+"=ALL-UNNAMED")
+	switch {
+	case n.HasRole("zookeeper"):
+		return append(java(c, n, zookeeperHeapMB), "org.apache.zookeeper.server.quorum.QuorumPeerMain", n.ConfigFile("zookeeper.conf"))
+	case c.Brokers > 1:
+		return append(java(c, n, c.HeapMB), "org.apache.pulsar.PulsarBrokerStarter",
+			"--broker-conf", n.ConfigFile("broker.conf"), "--run-bookie", "--bookie-conf", n.ConfigFile("bookkeeper.conf"))
 	}
-	return append(argv, "-Dio.netty.tryReflectionSetAccessible=true", "-Dlog4j2.configurationFile="+n.ConfigFile("log4j2.xml"),
-		"-cp", filepath.Join(libDir(c.CacheDir), "*"), "org.apache.pulsar.PulsarStandaloneStarter",
+	return append(java(c, n, c.HeapMB), "org.apache.pulsar.PulsarStandaloneStarter",
 		"--config", n.ConfigFile("standalone.conf"), "--no-functions-worker", "--no-stream-storage",
 		"--metadata-dir", filepath.Join(n.Dir, "metadata"), "--bookkeeper-dir", filepath.Join(n.Dir, "bookkeeper"),
 		"--bookkeeper-port", fmt.Sprint(n.Ports["bookie"]))
 }
 
-// MetricsURL implements local.Metered: the broker's Prometheus endpoint,
-// on its web service port ("/metrics" answers with a redirect there).
+// java is the command line of a JVM of node n, up to its main class: a
+// heap of heapMB and as much direct memory, the modules Pulsar opens,
+// the node's log config and the Pulsar jars.
+func java(c *local.Cluster, n *local.Node, heapMB int) []string {
+	argv := []string{"java", fmt.Sprintf("-Xms%dm", heapMB/2), fmt.Sprintf("-Xmx%dm", heapMB), fmt.Sprintf("-XX:MaxDirectMemorySize=%dm", heapMB)}
+	for _, pkg := range []string{"java.base/java.io", "java.base/java.util.zip", "java.base/sun.net", "java.management/sun.management",
+		"jdk.management/com.sun.management.internal", "java.base/java.nio", "java.base/jdk.internal.misc", "java.base/sun.nio.ch", "java.base/java.lang"} {
+		argv = append(argv, "--add-opens", pkg+"=ALL-UNNAMED")
+	}
+	return append(argv, "-Dio.netty.tryReflectionSetAccessible=true", "-Dlog4j2.configurationFile="+n.ConfigFile("log4j2.xml"),
+		"-cp", filepath.Join(libDir(c.CacheDir), "*"))
+}
+
+// MetricsURL implements local.Metered: a broker's Prometheus endpoint,
+// on its web service port ("/metrics" answers with a redirect there);
+// none for the ZooKeeper node.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
+	if !n.HasRole("broker") {
+		return ""
+	}
 	return "http://" + n.Addr("http") + "/metrics/"
 }
 
-// Ready implements local.Kind: every node's broker answers its health
-// check, which writes and reads a message of its own through the bookie.
+// Ready implements local.Kind: every broker answers its health check,
+// which writes and reads a message of its own through the bookies; in a
+// cluster, every broker is also registered with the others, and a
+// topic's lookup names one of them.
 func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
+	var brokers []*local.Node
 	for _, n := range c.Nodes() {
-		if err := healthy(ctx, "http://"+n.Addr("http")); err != nil {
-			return fmt.Errorf("node %d: %w", n.ID, err)
+		if n.HasRole("broker") {
+			brokers = append(brokers, n)
 		}
 	}
-	return nil
+	// The brokers are asked at once: a first health check creates the
+	// broker's own topic, which takes seconds on a busy machine.
+	errs := make([]error, len(brokers))
+	var wg sync.WaitGroup
+	for i, n := range brokers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := healthy(ctx, "http://"+n.Addr("http")); err != nil {
+				errs[i] = fmt.Errorf("node %d: %w", n.ID, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c.Brokers == 1 {
+		return nil
+	}
+	return clusterReady(ctx, brokers)
 }
 
 // healthy returns nil once the broker whose admin API is at base answers
@@ -177,29 +260,29 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 func healthy(ctx context.Context, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/admin/v2/brokers/health", nil)
-	if err != nil {
-		return err
+	var answer string
+	if err := localAdmin(base).do(ctx, http.MethodGet, "/admin/v2/brokers/health", nil, &answer); err != nil {
+		return fmt.Errorf("health check: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
-		return fmt.Errorf("health check: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	if answer != "ok" {
+		return fmt.Errorf("health check: %q", answer)
 	}
 	return nil
 }
 
+// localAdmin is an admin client of a local node's admin API at base,
+// which asks for no credentials.
+func localAdmin(base string) *admin { return &admin{base: base, hc: http.DefaultClient} }
+
 // localEndpoints are the addresses a driver is given of a running local
-// cluster: every node's binary protocol, then every node's admin API.
+// cluster: every broker's binary protocol, then every broker's admin API.
 func localEndpoints(st local.Status, _ string) []string {
 	var service, admin []string
 	for _, n := range st.Nodes {
-		service = append(service, fmt.Sprintf("pulsar://%s:%d", n.Host, n.Ports["client"]))
-		admin = append(admin, fmt.Sprintf("http://%s:%d", n.Host, n.Ports["http"]))
+		if _, ok := n.Ports["client"]; ok {
+			service = append(service, fmt.Sprintf("pulsar://%s:%d", n.Host, n.Ports["client"]))
+			admin = append(admin, fmt.Sprintf("http://%s:%d", n.Host, n.Ports["http"]))
+		}
 	}
 	return append(service, admin...)
 }

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -50,5 +51,90 @@ func TestLocalNode(t *testing.T) {
 	cfg, err := parseConfig(ombDriver(t, "pulsar.yaml"), localEndpoints(st, ""), nil)
 	if err != nil || cfg.serviceURL != "pulsar://127.0.0.1:6650" || cfg.httpURL != "http://127.0.0.1:41080" {
 		t.Errorf("a driver given the node's endpoints: %+v, %v", cfg, err)
+	}
+}
+
+// TestLocalCluster: three brokers are a cluster named "local": the
+// ZooKeeper node first, on 127.0.2.1, then broker i with its bookie on
+// 127.0.1.i; every broker and bookie finds ZooKeeper, listens on its
+// node's address and ports, keeps its data in its directory, and writes
+// ledgers to 3 bookies, acknowledged by 2; ZooKeeper stops last; a
+// driver is given the brokers' addresses alone.
+func TestLocalCluster(t *testing.T) {
+	c := NewLocal(6650, 3)
+	c.StateDir = t.TempDir()
+	if c.HeapMB != 512 {
+		t.Errorf("heap %d MB, want 512 for each broker of a cluster", c.HeapMB)
+	}
+	nodes := Kind{}.Layout(c)
+	var hosts []string
+	for _, n := range nodes {
+		hosts = append(hosts, fmt.Sprintf("%d:%s:%s", n.ID, strings.Join(n.Roles, "+"), n.Host))
+	}
+	if want := []string{"101:zookeeper:127.0.2.1", "1:broker+bookie:127.0.1.1", "2:broker+bookie:127.0.1.2", "3:broker+bookie:127.0.1.3"}; !slices.Equal(hosts, want) {
+		t.Fatalf("layout %v, want %v", hosts, want)
+	}
+	zk, b2 := nodes[0], nodes[2]
+	zk.Ports = map[string]int{"zookeeper": 41181}
+	for i, n := range nodes[1:] {
+		n.Ports = map[string]int{"client": 6650, "http": 41080 + i, "bookie": 41200 + i}
+	}
+	for _, f := range []struct {
+		node       *local.Node
+		file, text string
+		want       []string
+	}{
+		{zk, "zookeeper.conf", zookeeperConfig(zk), []string{"clientPort=41181\n", "clientPortAddress=127.0.2.1\n", "dataDir=" + zk.Dir + "/data\n", "4lw.commands.whitelist=ruok\n", "admin.enableServer=false\n"}},
+		{b2, "broker.conf", brokerConfig(c, b2, zk), []string{"clusterName=local\n", "metadataStoreUrl=zk:127.0.2.1:41181\n", "configurationMetadataStoreUrl=zk:127.0.2.1:41181\n",
+			"advertisedAddress=127.0.1.2\n", "bindAddress=127.0.1.2\n", "brokerServicePort=6650\n", "webServicePort=41081\n",
+			"managedLedgerDefaultEnsembleSize=3\n", "managedLedgerDefaultWriteQuorum=3\n", "managedLedgerDefaultAckQuorum=2\n",
+			"exposeTopicLevelMetricsInPrometheus=false\n", "functionsWorkerEnabled=false\n", "brokerShutdownTimeoutMs=10000\n",
+			"loadBalancerAutoBundleSplitEnabled=false\n", "loadBalancerSheddingEnabled=false\n"}},
+		{b2, "bookkeeper.conf", bookieConfig(c, b2, zk), []string{"bookiePort=41201\n", "advertisedAddress=127.0.1.2\n", "listeningInterface=lo\n", "allowLoopback=true\n",
+			"metadataServiceUri=zk+hierarchical://127.0.2.1:41181/ledgers\n", "journalDirectories=" + b2.Dir + "/bookkeeper/journal\n",
+			"ledgerDirectories=" + b2.Dir + "/bookkeeper/ledgers\n", "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage\n",
+			"dbStorage_writeCacheMaxSizeMb=64\n", "dbStorage_rocksDB_blockCacheSize=67108864\n"}},
+	} {
+		for _, want := range f.want {
+			if !strings.Contains(f.text, want) {
+				t.Errorf("node %d %s lacks %q:\n%s", f.node.ID, f.file, strings.TrimSpace(want), f.text)
+			}
+		}
+	}
+	for _, cmd := range []struct {
+		node *local.Node
+		want []string
+	}{
+		{zk, []string{"-Xmx128m", "org.apache.zookeeper.server.quorum.QuorumPeerMain " + zk.ConfigFile("zookeeper.conf")}},
+		{b2, []string{"-Xmx512m", "-XX:MaxDirectMemorySize=512m", "org.apache.pulsar.PulsarBrokerStarter", "--broker-conf " + b2.ConfigFile("broker.conf"),
+			"--run-bookie --bookie-conf " + b2.ConfigFile("bookkeeper.conf")}},
+	} {
+		line := strings.Join(Kind{}.Command(c, cmd.node), " ")
+		for _, want := range append(cmd.want, cmd.node.Marker()) {
+			if !strings.Contains(line, want) {
+				t.Errorf("node %d's command lacks %q: %s", cmd.node.ID, want, line)
+			}
+		}
+	}
+	if got := (Kind{}).MetricsURL(c, zk); got != "" {
+		t.Errorf("ZooKeeper's metrics at %q, want none", got)
+	}
+	if got := (Kind{}).MetricsURL(c, b2); got != "http://127.0.1.2:41081/metrics/" {
+		t.Errorf("broker 2's metrics at %q", got)
+	}
+	if !(Kind{}).StopsLast(zk) || (Kind{}).StopsLast(b2) {
+		t.Error("ZooKeeper must stop last, and the brokers before it")
+	}
+	var st local.Status
+	for _, n := range nodes {
+		st.Nodes = append(st.Nodes, local.NodeStatus{Node: *n})
+	}
+	want := []string{"pulsar://127.0.1.1:6650", "pulsar://127.0.1.2:6650", "pulsar://127.0.1.3:6650", "http://127.0.1.1:41080", "http://127.0.1.2:41081", "http://127.0.1.3:41082"}
+	if got := localEndpoints(st, ""); !slices.Equal(got, want) {
+		t.Errorf("endpoints %v, want %v", got, want)
+	}
+	cfg, err := parseConfig(ombDriver(t, "pulsar.yaml"), want, nil)
+	if err != nil || cfg.serviceURL != "pulsar://127.0.1.1:6650,127.0.1.2:6650,127.0.1.3:6650" || cfg.persistence != (persistence{3, 3, 2}) || cfg.clusters[0] != clusterName {
+		t.Errorf("OMB's pulsar.yaml given the cluster's endpoints: %+v, %v", cfg, err)
 	}
 }

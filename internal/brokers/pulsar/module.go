@@ -6,13 +6,16 @@ import (
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for Pulsar:
-// one standalone node (broker, bookie and metadata store in one JVM).
-var LocalKind = &brokers.Local{Kind: "pulsar", Port: 6650, New: NewLocal, MaxNodes: 1,
+// one standalone node (broker, bookie and metadata store in one JVM), or
+// up to 5 brokers, each with its bookie, and a ZooKeeper node.
+var LocalKind = &brokers.Local{Kind: "pulsar", Port: 6650, New: NewLocal, MaxNodes: 5,
 	NoLinks:   "the Pulsar client dials each broker at the address the topic lookups return, which brokerbench cannot yet point at a node's own links",
 	Endpoints: localEndpoints,
-	Help: "Pulsar (pulsar) is installed from Maven Central (needs Java 17+ and Maven) and " +
-		"runs one standalone node on 127.0.0.1:6650: broker, bookie and metadata store in " +
-		"one JVM, its admin API on a port of its own; --heap-mb sets its heap.",
+	Help: "Pulsar (pulsar) is installed from Maven Central (needs Java 17+ and Maven). One broker " +
+		"is a standalone node on 127.0.0.1:6650: broker, bookie and metadata store in one JVM, " +
+		"its admin API on a port of its own. --brokers 2 to 5 start a cluster: broker i with its " +
+		"bookie on 127.0.1.i, ZooKeeper on 127.0.2.1, ledgers on 3 bookies (2 of 2 for 2 brokers), acknowledged by 2. " +
+		"--heap-mb sets each broker's heap.",
 }
 
 func init() {
