@@ -135,7 +135,6 @@ fuzz:
 	$(GO) test ./internal/brokers/rocketmq -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/rocketmq -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/rocketmq -run '^$$' -fuzz '^FuzzParseRoute$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/brokers/rocketmq -run '^$$' -fuzz '^FuzzLane$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/local -run '^$$' -fuzz '^FuzzCheckRelease$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/accounting -run '^$$' -fuzz '^FuzzSeqSetUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/kube -run '^$$' -fuzz '^FuzzReadFiles$$' -fuzztime $(FUZZTIME)

@@ -3,9 +3,6 @@ package rocketmq
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +25,10 @@ func groupName(topic, subscription string) string {
 
 // NewConsumer implements driver.Driver: a simple consumer of the
 // subscription's group, receiving when it returns in one receive loop,
-// until Close: one loop, so that the consumer takes each queue's
-// messages in order. A new group's offsets are committed first, at each
+// until Close. A new group's offsets are committed first, at each
 // queue's oldest message (StartEarliest) or its newest (StartNew).
+// Deliveries promise no order (NoOrder): a producer's sends are
+// concurrent calls, stored in the order they arrive.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	group := groupName(spec.Topic, spec.Subscription)
 	if !validName(spec.Subscription) || len(group) > 255 {
@@ -123,32 +121,11 @@ func (c *consumer) receive() {
 			continue
 		}
 		for _, mv := range msgs {
-			del.Value, del.Lane = mv.GetBody(), lane(mv.GetReceiptHandle())
+			del.Value, del.Lane = mv.GetBody(), driver.NoOrder
 			c.consume(&del)
 		}
 		c.ack(msgs)
 	}
-}
-
-// lane returns the lane of a message from its receipt handle, which
-// names the broker and queue it was taken from (RocketMQ's
-// ReceiptHandle: start offset, retrieve time, invisible time, revive
-// queue, topic type, broker name, queue id, offset, ..., separated by
-// spaces): the queue id, in the upper bits a hash of the broker's name,
-// so that the queues of different brokers are different lanes.
-// NoOrder for a handle it cannot read.
-func lane(receiptHandle string) int32 {
-	fields := strings.Fields(receiptHandle)
-	if len(fields) < 8 {
-		return driver.NoOrder
-	}
-	q, err := strconv.Atoi(fields[6])
-	if err != nil || q < 0 || q >= 1<<16 {
-		return driver.NoOrder
-	}
-	h := fnv.New32a()
-	h.Write([]byte(fields[5]))
-	return int32(h.Sum32()&0x7fff)<<16 | int32(q)
 }
 
 // ack acknowledges a batch, one call per message, at once; a message

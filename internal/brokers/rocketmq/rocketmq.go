@@ -14,8 +14,8 @@
 // the subscription, as OMB names it; its consumers are simple consumers
 // that receive batches (the broker's pop consumption) and acknowledge
 // each message after the runner consumed it. A message not acknowledged
-// within invisibleDurationMs is delivered again. Pop consumption spreads
-// a queue over the group's consumers, so no order is promised. A new
+// within invisibleDurationMs is delivered again. No order is promised:
+// a producer's sends are concurrent calls, stored as they arrive. A new
 // group starts at each queue's oldest message or its newest, as the
 // runner asks: the driver commits the group's offsets before its first
 // consumer receives. The written count is the sum of the queues' maximum

@@ -228,35 +228,6 @@ func TestSign(t *testing.T) {
 	}
 }
 
-// TestLane: a receipt handle names the queue, and the broker, of its
-// message.
-func TestLane(t *testing.T) {
-	handle := "12 1700000000000 30000 0 0 broker-1 3 12 4096"
-	l := lane(handle)
-	if l&0xffff != 3 || l < 0 {
-		t.Errorf("lane(%q) = %d; want queue 3 in the low bits", handle, l)
-	}
-	if other := lane("12 1700000000000 30000 0 0 broker-2 3 12 4096"); other == l {
-		t.Errorf("queue 3 of two brokers in one lane %d", l)
-	}
-	for _, bad := range []string{"", "1 2 3", "12 1 30000 0 0 b x 12", "12 1 30000 0 0 b 70000 12"} {
-		if got := lane(bad); got != driver.NoOrder {
-			t.Errorf("lane(%q) = %d; want NoOrder", bad, got)
-		}
-	}
-}
-
-// FuzzLane: any receipt handle gives a lane of at least 0, or NoOrder.
-func FuzzLane(f *testing.F) {
-	f.Add("12 1700000000000 30000 0 0 broker-1 3 12 4096")
-	f.Add("a b c d e f -1 h")
-	f.Fuzz(func(t *testing.T, handle string) {
-		if l := lane(handle); l < 0 && l != driver.NoOrder {
-			t.Errorf("lane(%q) = %d", handle, l)
-		}
-	})
-}
-
 // TestFrameRoundTrip: a request's frame decodes to the same command.
 func TestFrameRoundTrip(t *testing.T) {
 	in := &command{Code: codeGetMaxOffset, Language: "GO", Version: remotingVersion, Opaque: 7, ExtFields: map[string]string{"topic": "t", "queueId": "3"}, Body: []byte("xyz")}
