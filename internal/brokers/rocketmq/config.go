@@ -38,6 +38,11 @@ var settings = map[string]map[string]string{
 	"topic": {},
 	"producer": {
 		"maxAttempts": "3", // the client's attempts per message, the Java client's default
+		// Sends a producer has in calls to the proxy at once; a send
+		// beyond waits for an answer, and the wait shows as send lag.
+		// The proxy queues every call it gets: a call that waits there
+		// longer than requestTimeoutMs fails, and is sent again.
+		"maxInFlightRequests": "1000",
 	},
 	"consumer": {
 		// A received message stays invisible to the group's other
@@ -65,6 +70,7 @@ type config struct {
 	adminSecret  string
 	tls          *tls.Config // nil: plaintext gRPC
 	maxAttempts  int
+	maxRequests  int
 	timeout      time.Duration
 	invisible    time.Duration
 	receiveBatch int
@@ -124,6 +130,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	c.adminKey, c.adminSecret = s.String("common", "adminAccessKey"), s.String("common", "adminSecretKey")
 	c.tls = driver.ClientTLS(s, false, local)
 	c.maxAttempts = s.Int("producer", "maxAttempts", 1)
+	c.maxRequests = s.Int("producer", "maxInFlightRequests", 1)
 	c.timeout = time.Duration(s.Int("common", "requestTimeoutMs", 1)) * time.Millisecond
 	c.invisible = time.Duration(s.Int("consumer", "invisibleDurationMs", 10000)) * time.Millisecond
 	c.receiveBatch = s.Int("consumer", "receiveBatchSize", 1)

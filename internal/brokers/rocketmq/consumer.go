@@ -13,6 +13,10 @@ import (
 
 var _ driver.Pauser = (*consumer)(nil)
 
+// receivers is how many receive loops a consumer runs: each waits for
+// its call's answer, then acknowledges what it received.
+const receivers = 4
+
 // awaitDuration is how long a receive call waits for messages on an
 // empty queue (the proxy's shortest long polling).
 const awaitDuration = 5 * time.Second
@@ -24,8 +28,8 @@ func groupName(topic, subscription string) string {
 }
 
 // NewConsumer implements driver.Driver: a simple consumer of the
-// subscription's group, receiving when it returns in one receive loop,
-// until Close. A new group's offsets are committed first, at each
+// subscription's group, receiving when it returns in 4 receive loops,
+// until Close; the loops take turns calling consume. A new group's offsets are committed first, at each
 // queue's oldest message (StartEarliest) or its newest (StartNew).
 // Deliveries promise no order (NoOrder): a producer's sends are
 // concurrent calls, stored in the order they arrive.
@@ -48,8 +52,10 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	}
 	c := &consumer{sc: sc, consume: consume, batch: int32(d.cfg.receiveBatch), invisible: d.cfg.invisible, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.wg.Add(1)
-	go c.receive()
+	for range receivers {
+		c.wg.Add(1)
+		go c.receive()
+	}
 	return c, nil
 }
 
@@ -85,8 +91,10 @@ func (d *Driver) startGroup(ctx context.Context, topic, group string, start driv
 }
 
 type consumer struct {
-	sc        rmq.SimpleConsumer
-	consume   driver.ConsumeFunc
+	sc      rmq.SimpleConsumer
+	consume driver.ConsumeFunc
+	// consumeMu serialises the receive loops' calls of consume.
+	consumeMu sync.Mutex
 	batch     int32
 	invisible time.Duration
 	gate      driver.PauseGate
@@ -120,10 +128,12 @@ func (c *consumer) receive() {
 			}
 			continue
 		}
+		c.consumeMu.Lock()
 		for _, mv := range msgs {
 			del.Value, del.Lane = mv.GetBody(), driver.NoOrder
 			c.consume(&del)
 		}
+		c.consumeMu.Unlock()
 		c.ack(msgs)
 	}
 }

@@ -30,7 +30,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq producer of topic %q at %s: %w", spec.Topic, d.cfg.grpcEndpoint, err)
 	}
-	return &producer{pp: pp, topic: spec.Topic, delay: d.cfg.delay, ack: ack}, nil
+	return &producer{pp: pp, topic: spec.Topic, delay: d.cfg.delay, ack: ack, calls: make(chan struct{}, d.cfg.maxRequests)}, nil
 }
 
 type producer struct {
@@ -38,6 +38,9 @@ type producer struct {
 	topic string
 	delay time.Duration // 0: normal messages
 	ack   driver.AckFunc
+	// calls holds a token for every send in a call to the proxy
+	// (maxInFlightRequests).
+	calls chan struct{}
 	// ackMu serialises acknowledgements: the client calls back from a
 	// goroutine per message.
 	ackMu sync.Mutex
@@ -57,6 +60,7 @@ type sendSlot struct {
 	rm       rmq.Message
 	sent     func(context.Context, []*rmq.SendReceipt, error) // s.onSent, bound once
 	inFlight atomic.Bool
+	inCall   atomic.Bool // the message holds a token of calls
 }
 
 // Send implements driver.Producer. It allocates a slot only the first
@@ -80,11 +84,21 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	}
 	s.inFlight.Store(true)
 	p.pending.Add(1)
+	select {
+	case p.calls <- struct{}{}:
+	case <-ctx.Done():
+		s.finish(ctx.Err())
+		return
+	}
+	s.inCall.Store(true)
 	p.pp.SendAsync(ctx, &s.rm, s.sent)
 }
 
 // onSent is the client's callback for the slot's message.
 func (s *sendSlot) onSent(_ context.Context, _ []*rmq.SendReceipt, err error) {
+	if s.inCall.CompareAndSwap(true, false) {
+		<-s.p.calls
+	}
 	s.finish(err)
 }
 

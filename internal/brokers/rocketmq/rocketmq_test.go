@@ -141,7 +141,7 @@ func TestSettings(t *testing.T) {
 		// No settings: the local default proxy, its host's name server.
 		name: "defaults",
 		check: func(t *testing.T, c *config) {
-			if c.grpcEndpoint != "127.0.0.1:8081" || strings.Join(c.namesrv, ";") != "127.0.0.1:9876" || c.cluster != "DefaultCluster" || c.invisible != 30*time.Second || c.receiveBatch != 32 {
+			if c.grpcEndpoint != "127.0.0.1:8081" || strings.Join(c.namesrv, ";") != "127.0.0.1:9876" || c.cluster != "DefaultCluster" || c.invisible != 30*time.Second || c.receiveBatch != 32 || c.maxRequests != 1000 || c.timeout != 3*time.Second {
 				t.Errorf("%+v", c)
 			}
 		},
