@@ -39,6 +39,14 @@ func connect(t *testing.T, common workload.Properties) driver.Driver {
 // client gave up on is sent again and may be stored twice, and on a busy
 // machine the Java client's 3 s are not always enough.
 func TestConformance(t *testing.T) {
+	if raceDetector {
+		// rocketmq-clients' Go client v5.1.2 races with itself: it applies
+		// the settings the proxy sends (its meter, a producer's retry
+		// policy) in its telemetry goroutine while sends and
+		// acknowledgements read them, unsynchronised (metric.go:185 and
+		// :168, client.go:630, producer.go:82).
+		t.Skip("the RocketMQ Go client v5.1.2 has data races of its own (settings from the proxy applied while calls read them): run without -race")
+	}
 	brokertest.Run(t, "rocketmq", drivertest.Target{
 		Connect: func(t *testing.T) driver.Driver { return connect(t, props("test", "requestTimeoutMs", "30000")) },
 		Unreachable: func(*testing.T) (driver.Driver, error) {
