@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -43,6 +44,13 @@ func (Kind) Product() string { return "Apache RocketMQ" }
 
 // Version implements local.Kind.
 func (Kind) Version() string { return Version }
+
+// Listeners implements local.Securer: the proxy serves plaintext and
+// TLS on its one gRPC port (its "permissive" TLS mode), TLS with a
+// certificate of the cluster's own authority when the cluster serves
+// "tls" (local up rocketmq --security plain,tls). It checks no user: the
+// cluster's user and password are not asked for.
+func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
 // namesrvID is the name server node's id.
 const namesrvID = 101
@@ -115,7 +123,7 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	}{
 		{ns, "namesrv.properties", namesrvConfig(ns)},
 		{b, "broker.conf", brokerConfig(b, ns)},
-		{b, "proxy.json", proxyConfig(b, ns)},
+		{b, "proxy.json", proxyConfig(c, b, ns)},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(f.n.ConfigFile(f.name), []byte(f.text), 0o644); err != nil {
@@ -160,10 +168,17 @@ func brokerConfig(b, ns *local.Node) string {
 
 // proxyConfig is the proxy's JSON config, in local mode beside its
 // broker; it stops within 3 s rather than the 30 s it gives its gRPC
-// calls by default.
-func proxyConfig(b, ns *local.Node) string {
-	return fmt.Sprintf(`{"rocketMQClusterName": %q, "proxyMode": "local", "grpcServerPort": %d, "remotingListenPort": %d, "namesrvAddr": %q, "grpcShutdownTimeSeconds": 3}
-`, clusterName, b.Ports["client"], b.Ports["proxy-remoting"], ns.Addr("namesrv"))
+// calls by default. Serving "tls", its certificate is the node's of the
+// cluster's authority; else the one it makes itself at start (its test
+// mode), which no client can check.
+func proxyConfig(c *local.Cluster, b, ns *local.Node) string {
+	conf := map[string]any{"rocketMQClusterName": clusterName, "proxyMode": "local", "grpcServerPort": b.Ports["client"],
+		"remotingListenPort": b.Ports["proxy-remoting"], "namesrvAddr": ns.Addr("namesrv"), "grpcShutdownTimeSeconds": 3}
+	if sec := c.Security(); sec != nil && c.Serving("tls") {
+		conf["tlsTestModeEnable"], conf["tlsKeyPath"], conf["tlsCertPath"] = false, sec.NodeKeyStore(b), sec.NodeKeyStore(b)
+	}
+	text, _ := json.Marshal(conf)
+	return string(text) + "\n"
 }
 
 // Command implements local.Kind: the name server with a heap of 128 MB,

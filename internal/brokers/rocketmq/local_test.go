@@ -31,7 +31,7 @@ func TestLocalNode(t *testing.T) {
 			t.Errorf("broker.conf lacks %q:\n%s", strings.TrimSpace(want), conf)
 		}
 	}
-	if p := proxyConfig(b, ns); !strings.Contains(p, `"proxyMode": "local"`) || !strings.Contains(p, `"grpcServerPort": 8081`) || !strings.Contains(p, `"remotingListenPort": 41080`) {
+	if p := proxyConfig(c, b, ns); !strings.Contains(p, `"proxyMode":"local"`) || !strings.Contains(p, `"grpcServerPort":8081`) || !strings.Contains(p, `"remotingListenPort":41080`) || strings.Contains(p, "tlsKeyPath") {
 		t.Errorf("proxy config %s", p)
 	}
 	if n := namesrvConfig(ns); !strings.Contains(n, "listenPort=41876\n") || !strings.Contains(n, "bindAddress=127.0.0.1\n") {

@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for
@@ -24,7 +25,7 @@ const (
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "rocketmq", New: New, EndpointSetting: "grpcEndpoint",
+		Name: "rocketmq", New: New, EndpointSetting: "grpcEndpoint", LocalListener: localListener,
 		// Replication is a broker deployment (master and slave brokers,
 		// or a controller's), never a topic's setting; transactional
 		// messages are one message each, committed or rolled back on
@@ -40,4 +41,13 @@ func init() {
 			"vipChannelEnabled", "batchCQ", "autoBatch", "batchMaxBytes", "batchMaxDelayMs", "totalBatchMaxBytes", "enableBackpressure", "backpressureConcurrency"},
 		Docs: "docs/drivers/rocketmq.md",
 	})
+}
+
+// localListener is the local node's listener a driver config connects
+// to: "tls" when it asks for TLS.
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "tls"
+	}
+	return "plain"
 }
