@@ -133,6 +133,10 @@ func (r *topicRoute) all() []string {
 // errNoTopic is route's error for a topic no name server knows.
 var errNoTopic = errors.New("topic does not exist")
 
+// errNoCluster is brokers' error for a cluster no broker of the name
+// servers belongs to.
+var errNoCluster = errors.New("no broker of the cluster is registered")
+
 // route returns a topic's route from the first name server that answers.
 // A cluster's name is also a topic, routed to every broker of the
 // cluster.
@@ -156,7 +160,7 @@ func (a *admin) route(ctx context.Context, topic string) (*topicRoute, error) {
 func (a *admin) brokers(ctx context.Context) (*topicRoute, error) {
 	r, err := a.route(ctx, a.cluster)
 	if errors.Is(err, errNoTopic) {
-		return nil, fmt.Errorf("broker cluster %q has no broker registered with the name servers %s: check clusterName", a.cluster, strings.Join(a.namesrv, ";"))
+		return nil, fmt.Errorf("broker cluster %q: %w with the name servers %s: check clusterName", a.cluster, errNoCluster, strings.Join(a.namesrv, ";"))
 	}
 	if err == nil && len(r.masters()) == 0 {
 		return nil, fmt.Errorf("broker cluster %q has no master broker", a.cluster)

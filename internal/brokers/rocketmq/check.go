@@ -15,7 +15,8 @@ import (
 // default (its maxMessageSize, which it does not disclose).
 const proxyMaxMessageSize = 4 << 20
 
-// Check implements driver.Checker: the cluster must have a broker, a
+// Check implements driver.Checker: the cluster must have a broker (a
+// cluster of none is an input error: clusterName is wrong), a
 // message must fit the brokers' maxMessageSize and the proxy's default,
 // and every existing topic must exist.
 func (d *Driver) Check(ctx context.Context, spec driver.CheckSpec) error {

@@ -148,8 +148,12 @@ func (d *Driver) newClient(c *rmq.Config, opts ...rmq.ClientOption) (rmq.Client,
 	return rmq.NewClient(c, append(opts, rmq.WithQueryRouteTimeout(d.cfg.timeout))...)
 }
 
-// unreachable explains a failed administration call.
+// unreachable explains a failed administration call: a cluster of no
+// broker is an input error (clusterName is wrong).
 func (d *Driver) unreachable(err error) error {
+	if errors.Is(err, errNoCluster) {
+		return fmt.Errorf("%w: %v (OMB's driver file gives a placeholder: name the cluster the brokers register, %q for a local node)", workload.ErrInvalid, err, clusterName)
+	}
 	return fmt.Errorf("rocketmq cluster %q: %w (are the name servers %s running, and is namesrvAddr theirs?)",
 		d.cfg.cluster, err, strings.Join(d.cfg.namesrv, ";"))
 }

@@ -58,8 +58,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestBrokerVersionAndCheck: the broker names its release; a message
-// larger than the proxy takes, and an existing topic that is missing,
-// are input errors.
+// larger than the proxy takes, an existing topic that is missing, and a
+// cluster of no broker are input errors.
 func TestBrokerVersionAndCheck(t *testing.T) {
 	d := connect(t, nil)
 	defer d.Close()
@@ -82,6 +82,12 @@ func TestBrokerVersionAndCheck(t *testing.T) {
 	}
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{topic + "-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("a missing topic: %v; want an input error", err)
+	}
+	// OMB's placeholder cluster name.
+	omb := connect(t, props("test", "clusterName", "rocketmq-broker-xxxx"))
+	defer omb.Close()
+	if err := omb.(driver.Checker).Check(ctx, driver.CheckSpec{MessageSize: 100}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "clusterName") {
+		t.Errorf("a cluster of no broker: %v; want an input error naming clusterName", err)
 	}
 }
 
