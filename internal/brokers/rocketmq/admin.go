@@ -231,6 +231,13 @@ func (a *admin) createGroup(ctx context.Context, addr, group string) error {
 	return err
 }
 
+// deleteGroup deletes a subscription group, with its offsets, from the
+// broker at addr.
+func (a *admin) deleteGroup(ctx context.Context, addr, group string) error {
+	_, err := a.call(ctx, addr, codeDeleteSubscriptionGroup, map[string]string{"groupName": group, "cleanOffset": "true"}, nil)
+	return err
+}
+
 // groupOffset returns a subscription group's committed offset of a
 // queue, and false when the group has none there.
 func (a *admin) groupOffset(ctx context.Context, group, topic string, q queue) (int64, bool, error) {

@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,11 @@ func (d *Driver) startGroup(ctx context.Context, topic, group string, start driv
 			return err
 		}
 	}
+	d.mu.Lock()
+	if !slices.Contains(d.groups[topic], group) {
+		d.groups[topic] = append(d.groups[topic], group)
+	}
+	d.mu.Unlock()
 	for _, q := range r.queues() {
 		_, found, err := d.admin.groupOffset(ctx, group, topic, q)
 		if err != nil {

@@ -32,6 +32,7 @@ const (
 	codeGetMinOffset            = 31
 	codeGetRouteInfoByTopic     = 105
 	codeUpdateSubscriptionGroup = 200
+	codeDeleteSubscriptionGroup = 207
 	codeDeleteTopicInBroker     = 215
 	codeDeleteTopicInNamesrv    = 216
 )

@@ -116,6 +116,11 @@ func (cs *connectionSettings) options(target string) []rmq.ConnOption {
 type Driver struct {
 	cfg   *config
 	admin *admin
+
+	mu sync.Mutex
+	// groups are the consumer groups the driver created, by topic, for
+	// DeleteTopic to delete with it.
+	groups map[string][]string
 }
 
 var (
@@ -133,7 +138,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	proxies, _ := splitAddrs(cfg.grpcEndpoint)
 	connections.set(proxies, cfg.tls)
 	return &Driver{cfg: cfg, admin: &admin{namesrv: cfg.namesrv, cluster: cfg.cluster, dial: opts.Dial,
-		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}}, nil
+		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}, groups: map[string][]string{}}, nil
 }
 
 // clientConfig is the Go client's config, of a consumer group or none.
@@ -205,8 +210,22 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 }
 
 // DeleteTopic implements driver.Driver: the topic on every broker that
-// has it, and its route on the name servers.
+// has it, and its route on the name servers; the consumer groups the
+// driver created for it go with it.
 func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
+	if r, err := d.admin.route(ctx, name); err == nil {
+		d.mu.Lock()
+		groups := d.groups[name]
+		delete(d.groups, name)
+		d.mu.Unlock()
+		for _, g := range groups {
+			for _, addr := range r.masters() {
+				if err := d.admin.deleteGroup(ctx, addr, g); err != nil {
+					return fmt.Errorf("delete topic %q: its consumer group %q: %w", name, g, err)
+				}
+			}
+		}
+	}
 	err := d.admin.deleteTopic(ctx, name)
 	if errors.Is(err, errNoTopic) {
 		return fmt.Errorf("delete topic %q: %w: %w", name, driver.ErrTopicNotFound, err)

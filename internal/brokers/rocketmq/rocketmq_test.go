@@ -91,6 +91,37 @@ func TestBrokerVersionAndCheck(t *testing.T) {
 	}
 }
 
+// TestDeleteTopicDeletesGroups: the consumer groups a driver created for
+// a topic are deleted with it (the broker then refuses their offsets:
+// SUBSCRIPTION_GROUP_NOT_EXIST, 26).
+func TestDeleteTopicDeletesGroups(t *testing.T) {
+	d := connect(t, nil)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topic := "bb-groups-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.NewConsumer(ctx, driver.ConsumerSpec{Topic: topic, Subscription: "s"}, func(*driver.Delivery) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	rd := d.(*Driver)
+	r, err := rd.admin.route(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := r.queues()[0]
+	if err := rd.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := rd.admin.setGroupOffset(ctx, groupName(topic, "s"), topic, q, 0); !hasResponse(err, 26) {
+		t.Errorf("offset of the deleted topic's group: %v; want SUBSCRIPTION_GROUP_NOT_EXIST", err)
+	}
+}
+
 // props returns properties set in file f at consecutive lines.
 func props(f string, kv ...string) workload.Properties {
 	var p workload.Properties
