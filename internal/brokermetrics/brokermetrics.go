@@ -5,6 +5,7 @@
 package brokermetrics
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -183,6 +184,9 @@ var headlines = map[string]bool{
 
 	"pulsar_in_messages_per_second": true, "pulsar_out_messages_per_second": true, "pulsar_in_bytes_per_second": true,
 	"pulsar_out_bytes_per_second": true, "pulsar_msg_backlog": true, "pulsar_storage_size": true,
+
+	"rocketmq_messages_in_per_second": true, "rocketmq_messages_out_per_second": true, "rocketmq_throughput_in_per_second": true,
+	"rocketmq_throughput_out_per_second": true, "rocketmq_storage_size_bytes": true,
 }
 
 // Headline reports whether the series called name (without labels) is
@@ -216,10 +220,16 @@ func worstOf(key string) bool {
 // a counter (Pulsar's brokers type their counters as gauges). Samples
 // without a value (NaN, as a percentile of nothing reads) or with an
 // infinite one are skipped, and so are summaries, histograms and the
-// runtime's metrics (JVM, Go, process, exporter).
+// runtime's metrics (JVM, Go, process, exporter), and the families of
+// OpenMetrics types the text format lacks (info, stateset: the
+// OpenTelemetry exporter's target_info, which RocketMQ serves).
 func Parse(r io.Reader) (counters, gauges map[string]float64, err error) {
+	text, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, err
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(r)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(withoutOpenMetricsTypes(text)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -252,6 +262,42 @@ func Parse(r io.Reader) (counters, gauges map[string]float64, err error) {
 		}
 	}
 	return counters, gauges, nil
+}
+
+// textTypes are the metric types of Prometheus's text format.
+var textTypes = map[string]bool{"counter": true, "gauge": true, "histogram": true, "summary": true, "untyped": true}
+
+// withoutOpenMetricsTypes returns text without the families whose TYPE
+// line names a type the text format does not have (OpenMetrics' info,
+// stateset, ...): their TYPE and HELP lines and their samples, named as
+// the family or, for an info, with "_info" added.
+func withoutOpenMetricsTypes(text []byte) []byte {
+	drop := map[string]bool{}
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	for _, line := range lines {
+		f := strings.Fields(string(line))
+		if len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && !textTypes[f[3]] {
+			drop[f[2]], drop[f[2]+"_info"] = true, true
+		}
+	}
+	if len(drop) == 0 {
+		return text
+	}
+	out := make([]byte, 0, len(text))
+	for _, line := range lines {
+		f := strings.Fields(string(line))
+		name := ""
+		switch {
+		case len(f) >= 3 && f[0] == "#" && (f[1] == "TYPE" || f[1] == "HELP"):
+			name = f[2]
+		case len(f) > 0:
+			name, _, _ = strings.Cut(f[0], "{")
+		}
+		if !drop[name] {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 // runtimePrefixes name the metrics of the runtime a broker runs in (the

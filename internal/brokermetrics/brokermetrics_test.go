@@ -115,7 +115,29 @@ pulsar_storage_size 4096
 	}
 }
 
+// TestParseOpenMetricsInfo: the OpenTelemetry exporter's families of
+// OpenMetrics types (RocketMQ's target_info, an info) are left out, and
+// the rest of its endpoint is read.
+func TestParseOpenMetricsInfo(t *testing.T) {
+	c, g, err := Parse(strings.NewReader(`# TYPE target info
+# HELP target Target metadata
+target_info{service_name="rocketmq"} 1
+# TYPE rocketmq_messages_in_total counter
+# HELP rocketmq_messages_in_total Total number of incoming messages
+rocketmq_messages_in_total{topic="t"} 42
+# TYPE rocketmq_topic_number gauge
+rocketmq_topic_number 3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[`rocketmq_messages_in_total{topic="t"}`] != 42 || len(c) != 1 || g["rocketmq_topic_number"] != 3 || len(g) != 1 {
+		t.Errorf("counters %v, gauges %v", c, g)
+	}
+}
+
 func FuzzParse(f *testing.F) {
+	f.Add("# TYPE target info\ntarget_info{a=\"b\"} 1\n# TYPE c_total counter\nc_total 2\n")
 	f.Add("# TYPE a_total counter\na_total{x=\"1\"} 3\n# TYPE g gauge\ng 1.5\nu 2\n")
 	f.Add("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n")
 	f.Add("# TYPE p_total gauge\np_total 7\n# TYPE q gauge\nq NaN\nr +Inf\n")

@@ -179,6 +179,9 @@ func (d *decoder) driverConfig(n *yaml.Node, topLevel bool) *DriverConfig {
 		}
 		for _, key := range ombTopLevelSettings() {
 			fields[key] = func(d *decoder, key string, v *yaml.Node) {
+				if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+					return // no value (OMB's RocketMQ files' "accessKey:"): left unset, as OMB's drivers leave it
+				}
 				if s, ok := scalarOrList(d, key, v); ok {
 					c.Common = append(c.Common, Property{Key: key, Value: s, File: d.file, Line: v.Line})
 					d.secrets(key, &c.Common[len(c.Common)-1])

@@ -14,4 +14,5 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/rocketmq"
 )
