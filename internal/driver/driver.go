@@ -301,6 +301,18 @@ func (o Options) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	return d.DialContext(ctx, network, addr)
 }
 
+// ResettingWrittenCounter is implemented by written counters whose
+// broker keeps the count in memory for each topic it serves (Pulsar's
+// message-in counter): a broker that restarts, or a topic that moves to
+// another broker, counts again from zero there. In a run with faults
+// such a count proves nothing, and the runner leaves it out.
+type ResettingWrittenCounter interface {
+	WrittenCounter
+	// WrittenResets reports whether the count starts again from zero
+	// when a broker restarts or a topic moves.
+	WrittenResets() bool
+}
+
 // Factory builds a driver from its config. It must validate every setting
 // and reject the ones it does not support with a workload.FieldError.
 type Factory func(cfg *workload.DriverConfig, opts Options) (Driver, error)

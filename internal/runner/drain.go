@@ -66,9 +66,13 @@ func (r *run) drainAcked(ctx context.Context, c *collector, bound time.Duration)
 // the run's topics, when it has one and the count can be checked against
 // the acknowledgements: not on existing topics, which held messages
 // before, nor for transactional producers, whose every transaction also
-// writes a commit or abort marker to each partition it touched.
+// writes a commit or abort marker to each partition it touched, nor in
+// runs with faults when the broker's count starts again at a restart.
 func (r *run) writtenCounter() (driver.WrittenCounter, bool) {
 	sc, ok := r.cfg.Driver.(driver.WrittenCounter)
+	if rc, resets := sc.(driver.ResettingWrittenCounter); resets && rc.WrittenResets() && len(r.cfg.Faults) > 0 {
+		return nil, false
+	}
 	return sc, ok && len(r.cfg.ExistingTopics) == 0 && !r.w.Transactional()
 }
 

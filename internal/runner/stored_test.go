@@ -6,6 +6,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/faults"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // TestSettleWaitsForReplicas: a count that lags the acknowledgements and
@@ -65,5 +69,40 @@ func TestSettleBounded(t *testing.T) {
 	broken := errors.New("broker gone")
 	if _, err := settle(context.Background(), func(context.Context) (int64, error) { return 0, broken }, func() int64 { return 1 }); !errors.Is(err, broken) {
 		t.Fatalf("settle error = %v; want %v", err, broken)
+	}
+}
+
+// resettingCounter is a written counter the broker keeps in memory.
+type resettingCounter struct{ driver.Driver }
+
+func (resettingCounter) Written(context.Context, string) (int64, error) { return 0, nil }
+func (resettingCounter) WrittenResets() bool                            { return true }
+
+// countingOnly is a written counter that survives restarts.
+type countingOnly struct{ driver.Driver }
+
+func (countingOnly) Written(context.Context, string) (int64, error) { return 0, nil }
+
+// TestWrittenCountThatResetsIsLeftOutOfRunsWithFaults: a count the broker
+// keeps in memory proves nothing in a run whose faults may restart
+// brokers, and the run leaves it out; without faults, or for a count
+// that survives restarts, it is kept.
+func TestWrittenCountThatResetsIsLeftOutOfRunsWithFaults(t *testing.T) {
+	w := &workload.Workload{Name: "w", Topics: 1, PartitionsPerTopic: 1, ProducersPerTopic: 1}
+	fault := []faults.Scheduled{{At: time.Second}}
+	for _, tc := range []struct {
+		name   string
+		d      driver.Driver
+		faults []faults.Scheduled
+		want   bool
+	}{
+		{"resetting, faults", resettingCounter{}, fault, false},
+		{"resetting, no faults", resettingCounter{}, nil, true},
+		{"surviving, faults", countingOnly{}, fault, true},
+	} {
+		r := &run{cfg: Config{Driver: tc.d, Faults: tc.faults}, w: w}
+		if _, ok := r.writtenCounter(); ok != tc.want {
+			t.Errorf("%s: counted %v, want %v", tc.name, ok, tc.want)
+		}
 	}
 }

@@ -57,9 +57,9 @@ type Driver struct {
 }
 
 var (
-	_ driver.Driver         = (*Driver)(nil)
-	_ driver.WrittenCounter = (*Driver)(nil)
-	_ driver.Rereader       = (*Driver)(nil)
+	_ driver.Driver                  = (*Driver)(nil)
+	_ driver.ResettingWrittenCounter = (*Driver)(nil)
+	_ driver.Rereader                = (*Driver)(nil)
 )
 
 // New validates dc; connections are made on first use. With
@@ -287,6 +287,13 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	}
 	return s.MsgInCounter, nil
 }
+
+// WrittenResets implements driver.ResettingWrittenCounter: the
+// message-in counter lives in the memory of the broker serving the
+// topic, so a run that kills or restarts brokers cannot use it (a killed
+// broker's topics counted again from zero on another broker, and a
+// restarted one counted the client's resends).
+func (d *Driver) WrittenResets() bool { return true }
 
 // EffectiveConfig implements driver.Driver.
 func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
