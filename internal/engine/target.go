@@ -521,6 +521,9 @@ func (t *Target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 		if errors.Is(err, driver.ErrRefused) {
 			return nil, env, failed(err)
 		}
+		if errors.Is(err, workload.ErrInvalid) {
+			return nil, env, err // the driver config names what is not there: bad input
+		}
 		if ctx.Err() == nil && timedOut {
 			err = fmt.Errorf("no answer from %s at %s within %s: %w", dc.Name, where, connectTimeout, err)
 		}
