@@ -168,9 +168,14 @@ func PrintSummary(out io.Writer, r *Run) {
 			if mr.Rate > mr.Ceiling {
 				fmt.Fprintf(out, "   (above the unthrottled probe's %.0f msg/s: the probe met a slow moment, and did not cap the search)\n", mr.Ceiling)
 			}
-		} else if mr.NotMeasurable != "" {
+		}
+		switch {
+		case mr.NotMeasurable != "" && mr.Rate > 0:
+			// A repeat, or a step above the rate found, met the disturbance.
+			fmt.Fprintf(out, "   NOT MEASURABLE beyond it: %s\n", mr.NotMeasurable)
+		case mr.NotMeasurable != "":
 			fmt.Fprintf(out, "   NOT MEASURABLE: %s\n", mr.NotMeasurable)
-		} else {
+		case mr.Rate == 0:
 			fmt.Fprintf(out, "   NO RATE SUSTAINED\n")
 		}
 	}
