@@ -20,6 +20,7 @@
 //
 //	go run ./bench/compare-pulsar-tools                 # 500k x 100 B, 3 repetitions
 //	go run ./bench/compare-pulsar-tools -records 50000 -reps 2
+//	go run ./bench/compare-pulsar-tools -baseline HEAD~1 # and brokerbench as it was, in the same sitting
 package main
 
 import (
@@ -72,6 +73,9 @@ func main() {
 
 type env struct {
 	dir, service, admin string
+	// baseline is the git revision whose brokerbench also runs ("" for
+	// none), built as brokerbench-baseline.
+	baseline string
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
@@ -84,6 +88,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barepulsar", "./bench/barepulsar"}); err != nil {
 		return err
 	}
+	if o.Baseline != "" {
+		fmt.Printf("building brokerbench at %s\n", o.Baseline)
+		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
+			return err
+		}
+	}
 	perfLib, err := installPerf(ctx)
 	if err != nil {
 		return err
@@ -95,7 +105,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	}
 	defer stopBroker()
 	n := st.Nodes[0]
-	e := &env{dir: dir, service: fmt.Sprintf("pulsar://%s:%d", n.Host, n.Ports["client"]), admin: fmt.Sprintf("http://%s:%d", n.Host, n.Ports["http"])}
+	e := &env{dir: dir, service: fmt.Sprintf("pulsar://%s:%d", n.Host, n.Ports["client"]), admin: fmt.Sprintf("http://%s:%d", n.Host, n.Ports["http"]), baseline: o.Baseline}
 	if err := e.writePerfScript(filepath.Join(perfLib, "*") + ":" + filepath.Join(c.CacheDir, "pulsar-"+pulsar.Version, "lib", "*")); err != nil {
 		return err
 	}
@@ -155,21 +165,30 @@ cat '%[3]s'
 
 const role = "produce+consume"
 
+// tools are the clients under test: pulsar-perf, brokerbench, the bare
+// loop, and with -baseline brokerbench at that revision.
 func (e *env) tools(size int) []toolcompare.Tool {
 	wl := e.workload(size)
-	return []toolcompare.Tool{
+	brokerbench := func(name, bin string) toolcompare.Tool {
+		return toolcompare.Tool{Name: name, Cmd: func(_ string, n int64) []string {
+			return []string{filepath.Join(e.dir, bin), "run", wl, "--broker", e.service + "," + e.admin,
+				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
+		}, Rate: e.brokerbenchRate, Measured: toolcompare.BrokerbenchVerdicts}
+	}
+	tools := []toolcompare.Tool{
 		{Name: "pulsar-perf", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.dir, "perf.sh"), topic, strconv.FormatInt(n, 10), strconv.Itoa(size)}
 		}, Rate: perfRate},
-		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(e.dir, "brokerbench"), "run", wl, "--broker", e.service + "," + e.admin,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, Rate: e.brokerbenchRate, Measured: toolcompare.BrokerbenchVerdicts},
+		brokerbench("brokerbench", "brokerbench"),
 		{Name: "bare pulsar-client-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.dir, "barepulsar"), "-url", e.service, "-topic", "persistent://public/default/" + topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	if e.baseline != "" {
+		tools = append(tools, brokerbench(toolcompare.BaselineTool(e.baseline), "brokerbench-baseline"))
+	}
+	return tools
 }
 
 // workload writes brokerbench's side: one topic of one partition, one
@@ -223,7 +242,11 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	ms, err := toolcompare.Rounds(ctx, e.runOnTopic, tools, role, size, o.Records, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("t-%d-%d-%d", size, rep, i) })
 	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"pulsar-perf", "bare pulsar-client-go"}})
+		peers := []string{"pulsar-perf", "bare pulsar-client-go"}
+		if e.baseline != "" {
+			peers = append(peers, toolcompare.BaselineTool(e.baseline))
+		}
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: peers})
 	}
 	return ms, err
 }
