@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/clock"
@@ -19,6 +20,7 @@ func (r *run) measure(ctx context.Context) error {
 	defer stopProducers()
 	c.pacing = r.pacing
 	wg := r.startProducing(prodCtx, c)
+	defer r.giveUpSending()
 	interrupted, sentAll := ex.phases(ctx, c, ex.finished(prodCtx, wg))
 	c.pacing = nil
 	c.measureTo = c.lastAt
@@ -44,11 +46,13 @@ func (r *run) startProducing(prodCtx context.Context, c *collector) *sync.WaitGr
 	}
 	c.lastAt = c.origin
 	start := c.origin + int64(startDelay)
+	sendCtx, giveUp := context.WithCancel(r.cfg.Abandon)
+	r.giveUpSending = giveUp
 	for _, p := range r.producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.run(prodCtx, r.cfg.Abandon, start)
+			p.run(prodCtx, sendCtx, start)
 		}()
 	}
 	return wg
@@ -61,14 +65,24 @@ func (r *run) startProducing(prodCtx context.Context, c *collector) *sync.WaitGr
 func (r *run) stopProducing(c *collector, wg *sync.WaitGroup, sentAll bool, measureEnd totals) totals {
 	// A producer blocked in a send returns when the client takes the
 	// message, which can take as long as the broker's backlog: sample
-	// meanwhile.
+	// meanwhile. A broker that takes nothing more (its flow control: a
+	// full disk, a memory alarm) would hold the run forever: after
+	// DrainTimeout the sends are given up (their context ends) and fail.
 	stopped := returned(wg)
+	var gaveUp atomic.Bool
+	giveUp := time.AfterFunc(r.cfg.DrainTimeout, func() {
+		gaveUp.Store(true)
+		r.giveUpSending()
+	})
 	phase := results.Drain
 	if sentAll {
 		phase = results.Measure
 	}
 	c.sampleUntil(r.cfg.Abandon, phase, stopped, nil, time.Time{})
 	<-stopped
+	if !giveUp.Stop() && gaveUp.Load() {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("producers were still blocked in a send %s after they stopped: the broker took no more messages (its flow control: a full disk, a memory alarm?); those sends were given up and count as failed", r.cfg.DrainTimeout))
+	}
 	if sentAll && len(r.producers) > 0 {
 		// A run that sent its message limit is measured until the last
 		// acknowledgement, so the last messages' latencies and the time

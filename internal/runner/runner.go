@@ -183,8 +183,11 @@ type run struct {
 	stored *storedCount
 	// sentAll is true when the producers sent their whole message limit.
 	sentAll bool
-	closers []func()
-	logf    func(string, ...any)
+	// giveUpSending ends the context the producers' sends were given,
+	// once they stayed blocked in a send for DrainTimeout after the stop.
+	giveUpSending context.CancelFunc
+	closers       []func()
+	logf          func(string, ...any)
 	// schedule runs cfg.Faults once the measurement has begun; outages
 	// records the stretches without acknowledgements from then on, and
 	// probe how late timers fire. outageList is what outages recorded,

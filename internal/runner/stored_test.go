@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/brokers/memory"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/workload"
@@ -105,4 +108,58 @@ func TestWrittenCountThatResetsIsLeftOutOfRunsWithFaults(t *testing.T) {
 			t.Errorf("%s: counted %v, want %v", tc.name, ok, tc.want)
 		}
 	}
+}
+
+// blockingDriver wraps the memory driver so that, after its first
+// `after` sends, every Send blocks until its context ends, as a client
+// does when the broker's flow control takes no more messages.
+type blockingDriver struct {
+	driver.Driver
+	after int
+}
+
+func (d *blockingDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	p, err := d.Driver.NewProducer(ctx, spec, ack)
+	return &blockingProducer{Producer: p, after: d.after, ack: ack}, err
+}
+
+type blockingProducer struct {
+	driver.Producer
+	after, sends int
+	ack          driver.AckFunc
+}
+
+func (p *blockingProducer) Send(ctx context.Context, m *driver.Message) {
+	if p.sends++; p.sends <= p.after {
+		p.Producer.Send(ctx, m)
+		return
+	}
+	<-ctx.Done()
+	p.ack(m, ctx.Err())
+}
+
+// TestSendsBlockedAfterTheStopAreGivenUp: a broker that takes no more
+// messages holds a producer in Send past the stop; after DrainTimeout the
+// send is given up, fails, and the run ends saying why.
+func TestSendsBlockedAfterTheStopAreGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &workload.Workload{Name: "blocked", Topics: 1, PartitionsPerTopic: 1, MessageSize: 100, ProducersPerTopic: 1,
+			SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1, ProducerRate: 100, Duration: 2 * time.Second}
+		d := &blockingDriver{Driver: memory.NewBroker().NewDriver(), after: 50}
+		start := time.Now()
+		res, _ := Run(context.Background(), Config{Workload: w, Driver: d, DrainTimeout: 5 * time.Second})
+		if res == nil {
+			t.Fatal("no results")
+		}
+		if took := time.Since(start); took > time.Minute {
+			t.Errorf("the run took %s", took)
+		}
+		c := res.Counts
+		if c.Acked != 50 || c.Failed != 1 || c.Sent != 51 || c.Lost != 0 {
+			t.Errorf("counts %+v: want 50 acknowledged, the blocked send failed, none lost", c)
+		}
+		if !slices.ContainsFunc(res.Warnings, func(s string) bool { return strings.Contains(s, "still blocked in a send 5s after they stopped") }) {
+			t.Errorf("warnings %q do not say the sends were given up", res.Warnings)
+		}
+	})
 }

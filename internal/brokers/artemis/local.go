@@ -128,11 +128,24 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	with := acceptorsRE.ReplaceAllLiteral(brokerXML, []byte(acceptors(c, n)))
+	with := diskLimit(acceptorsRE.ReplaceAllLiteral(brokerXML, []byte(acceptors(c, n))))
 	if err := os.WriteFile(filepath.Join(etc, "broker.xml"), with, 0o644); err != nil {
 		return err
 	}
 	return writeLogin(c, etc)
+}
+
+// diskLimitRE matches the disk limits of an instance's broker.xml: the
+// max-disk-usage "artemis create" writes, and the min-disk-free written
+// after it by diskLimit.
+var diskLimitRE = regexp.MustCompile(`<max-disk-usage>[^<]*</max-disk-usage>(\s*<min-disk-free>[^<]*</min-disk-free>)?`)
+
+// diskLimit makes the broker block producers only when less than 1 GB of
+// its disk is free, not at Artemis' default of 90% used: on a
+// workstation's disk, 90% full, every producer was blocked and runs sent
+// nothing.
+func diskLimit(brokerXML []byte) []byte {
+	return diskLimitRE.ReplaceAllLiteral(brokerXML, []byte("<max-disk-usage>100</max-disk-usage>\n      <min-disk-free>1GB</min-disk-free>"))
 }
 
 // acceptorsRE matches the acceptors of an instance's broker.xml.
