@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // admin administers a RocketMQ cluster over the remoting protocol, as
@@ -261,9 +262,19 @@ func (a *admin) setGroupOffset(ctx context.Context, group, topic string, q queue
 }
 
 // runtimeInfo returns the broker's runtime table (brokerVersionDesc,
-// ...).
+// ...). A broker just started answers with a NoSuchElementException
+// until its store statistics have their first sample (each second): it
+// is asked again, for up to statsFirstSample, within ctx.
 func (a *admin) runtimeInfo(ctx context.Context, addr string) (map[string]string, error) {
 	resp, err := a.call(ctx, addr, codeGetBrokerRuntimeInfo, nil, nil)
+	for deadline := time.Now().Add(statsFirstSample); noStatsYet(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+		resp, err = a.call(ctx, addr, codeGetBrokerRuntimeInfo, nil, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,4 +305,15 @@ func parseProperties(text string) map[string]string {
 		}
 	}
 	return m
+}
+
+// statsFirstSample bounds the wait for a just-started broker's first
+// store statistics sample.
+const statsFirstSample = 10 * time.Second
+
+// noStatsYet says err is a broker's failure to report its runtime before
+// its store statistics' first sample (an empty list's getLast).
+func noStatsYet(err error) bool {
+	var re *remotingError
+	return errors.As(err, &re) && strings.Contains(re.remark, "NoSuchElementException")
 }

@@ -1,6 +1,8 @@
 package rocketmq
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -37,5 +39,19 @@ func TestMetricsEndpoint(t *testing.T) {
 		if strings.HasPrefix(h, "rocketmq_") && !seen[h] {
 			t.Errorf("headline %s is not served", h)
 		}
+	}
+}
+
+// TestNoStatsYet: only a broker's NoSuchElementException (its runtime
+// asked before its store statistics' first sample) is waited out.
+func TestNoStatsYet(t *testing.T) {
+	early := &remotingError{addr: "127.0.0.1:10911", code: codeGetBrokerRuntimeInfo, status: 1,
+		remark: "java.util.NoSuchElementException, java.base/java.util.LinkedList.getLast(LinkedList.java:261)"}
+	if !noStatsYet(early) || !noStatsYet(fmt.Errorf("broker: %w", early)) {
+		t.Error("the first-sample failure is not recognised")
+	}
+	other := &remotingError{addr: "127.0.0.1:10911", code: codeGetBrokerRuntimeInfo, status: 1, remark: "system busy"}
+	if noStatsYet(other) || noStatsYet(nil) || noStatsYet(errors.New("NoSuchElementException")) {
+		t.Error("another failure is waited out")
 	}
 }
