@@ -1,12 +1,14 @@
 package study
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/results"
@@ -77,6 +79,10 @@ type Options struct {
 // run's results and the index as it goes, so an interrupted study resumes
 // where it stopped. A failed run is recorded and the study goes on; when
 // ctx ends, Execute records what it has and returns ctx's error.
+//
+// Runs are made setup by setup (see executionOrder), so that a local
+// cluster a setup needs starts once rather than once per workload; the
+// index lists the runs made in the plan's order (workload first).
 func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (*Index, error) {
 	logf := func(f string, a ...any) {
 		if opts.Log != nil {
@@ -87,11 +93,20 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 		return nil, err
 	}
 	idx := &Index{Schema: IndexSchema, Name: s.Name, Source: s.Source, Scale: opts.Scale, Columns: s.Columns, Published: s.Published}
+	// made holds each run's entry at its place in the plan, once visited.
+	made := make([]*Entry, len(runs))
 	save := func() error {
+		idx.Runs = idx.Runs[:0]
+		for _, e := range made {
+			if e != nil {
+				idx.Runs = append(idx.Runs, *e)
+			}
+		}
 		idx.UpdatedAt = time.Now().UTC()
 		return results.Write(filepath.Join(opts.Dir, "study.json"), idx)
 	}
-	for i, r := range runs {
+	for i, at := range executionOrder(runs) {
+		r := runs[at]
 		if ctx.Err() != nil {
 			return idx, fmt.Errorf("study interrupted after %d of %d runs: %w", i, len(runs), context.Cause(ctx))
 		}
@@ -140,12 +155,31 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 			}
 			logf("%s %s %s %s", prefix, e.Status, verdict, e.Reason)
 		}
-		idx.Runs = append(idx.Runs, e)
+		made[at] = &e
 		if err := save(); err != nil {
 			return idx, err
 		}
 	}
 	return idx, save()
+}
+
+// executionOrder returns the places of runs in the order to make them:
+// the runs of each setup together, setups in the order they first appear,
+// and the plan's order within a setup (so a configuration's iterations
+// stay back to back). Runs of one setup share its local cluster.
+func executionOrder(runs []Run) []int {
+	first := map[string]int{}
+	order := make([]int, len(runs))
+	for i, r := range runs {
+		if _, ok := first[r.Setup.Name]; !ok {
+			first[r.Setup.Name] = len(first)
+		}
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(first[runs[a].Setup.Name], first[runs[b].Setup.Name])
+	})
+	return order
 }
 
 func studyRun(s *workload.Study, r Run) *results.StudyRun {

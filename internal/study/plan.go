@@ -78,9 +78,9 @@ type Target struct {
 	CheckWorkers func(w *workload.Workload, n int) error
 }
 
-// Plan expands s at scale into runs, in execution order: workload, setup,
-// sweep values (last parameter fastest), then iteration, so that the
-// iterations of one configuration run back to back.
+// Plan expands s at scale into runs, in the study's order: workload,
+// setup, sweep values (last parameter fastest), then iteration. Execute
+// makes them setup by setup, in this order within each.
 func Plan(s *workload.Study, scale Scale, target Target) ([]Run, error) {
 	var runs []Run
 	iterations := s.Iterations

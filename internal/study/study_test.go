@@ -234,8 +234,8 @@ func TestExecuteResumes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted study returned %v", err)
 	}
-	if idx.Runs[len(idx.Runs)-1].Status != Partial {
-		t.Fatalf("last entry %+v, want partial", idx.Runs[len(idx.Runs)-1])
+	if n := slices.IndexFunc(idx.Runs, func(e Entry) bool { return e.Status == Partial }); n < 0 || len(idx.Runs) != 3 {
+		t.Fatalf("index after the interruption %+v, want 3 entries, one partial", idx.Runs)
 	}
 	again := 0
 	exec2 := func(ctx context.Context, r Run, _ string) (*results.Run, error) {
@@ -286,6 +286,48 @@ func TestExecuteResumes(t *testing.T) {
 	}
 	if _, err := ReadIndex(dir); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestExecuteMakesASetupsRunsTogether: the runs of one setup are made
+// back to back (its local cluster starts once), and the index still lists
+// them in the plan's order, workload first.
+func TestExecuteMakesASetupsRunsTogether(t *testing.T) {
+	s := load(t)
+	runs, err := Plan(s, Quick, Target{Brokers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setups []string
+	exec := func(_ context.Context, r Run, _ string) (*results.Run, error) {
+		setups = append(setups, r.Setup.Name)
+		return &results.Run{Schema: results.Schema, ID: r.Key, Workload: r.Workload}, nil
+	}
+	idx, err := Execute(context.Background(), s, runs, Options{Dir: t.TempDir(), Scale: Quick, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Compact(slices.Clone(setups)); !slices.Equal(got, []string{"one", "three"}) {
+		t.Errorf("runs made in setup order %v, want each setup's runs together: one, then three", setups)
+	}
+	if len(idx.Runs) != len(runs) {
+		t.Fatalf("index has %d runs, want %d", len(idx.Runs), len(runs))
+	}
+	for i, e := range idx.Runs {
+		if e.Key != runs[i].Key {
+			t.Fatalf("index entry %d is %s, want the plan's %s", i, e.Key, runs[i].Key)
+		}
+	}
+	// The plan interleaves the setups (workload a: one, three; then b), so
+	// the index's order differs from the order runs were made in.
+	if planned := slices.Compact(func() []string {
+		var o []string
+		for _, r := range runs {
+			o = append(o, r.Setup.Name)
+		}
+		return o
+	}()); len(planned) < 3 {
+		t.Fatalf("the plan %v does not interleave setups: the test proves nothing", planned)
 	}
 }
 
