@@ -37,8 +37,9 @@ type Kind interface {
 	// Install fetches the release into cacheDir, unless already there.
 	Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error
 	// Layout plans the nodes of c: ids, roles, hosts and the listeners
-	// each needs (the cluster allocates their ports). The client listener
-	// is named "client".
+	// each needs (the cluster allocates their ports: a listener's port in
+	// the layout, if not 0, is the one preferred where free). The client
+	// listener is named "client", on the cluster's port.
 	Layout(c *Cluster) []*Node
 	// Configure writes every node's config and prepares its storage;
 	// fresh is true when the nodes' directories are new.
@@ -520,7 +521,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 			return Status{}, err
 		}
 	}
-	if err := c.waitReady(ctx, 120*time.Second); err != nil {
+	if err := c.waitReady(ctx, c.startLimit()); err != nil {
 		_ = c.Down()
 		return Status{}, err
 	}
@@ -620,12 +621,13 @@ func (c *Cluster) stopForked(nodes []*Node) error {
 }
 
 // plan lays the cluster out: node directories (emptied when fresh), and a
-// port for each listener, the client port preferred and every other chosen
-// free by the system; a cluster started again with its data keeps the
-// ports it recorded where they are still free, as its data may name them
-// (a Pulsar bookie's identity is its address). The client port of a node
-// that is taken by another process is an error: brokers must be reachable
-// where the user expects.
+// port for each listener: the client port; every other one where the
+// Kind's Layout asks for it if free (a broker's usual port, for tools
+// that expect it there), else chosen free by the system. A cluster started
+// again with its data keeps the ports it recorded where they are still
+// free, as its data may name them (a Pulsar bookie's identity is its
+// address). The client port of a node that is taken by another process is
+// an error: brokers must be reachable where the user expects.
 func (c *Cluster) plan(prev record, fresh bool) error {
 	recorded := map[int]map[string]int{}
 	if !fresh {
@@ -660,6 +662,9 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		}
 		for _, name := range slices.Sorted(maps.Keys(n.Ports)) {
 			preferred := recorded[n.ID][name]
+			if preferred == 0 {
+				preferred = n.Ports[name]
+			}
 			if name == "client" {
 				preferred = c.Port
 				if !portFree(n.Host, preferred) {
@@ -697,6 +702,14 @@ var progressEvery = 5 * time.Second
 // attemptLimit bounds one check of readiness, even one that ignores its
 // context.
 const attemptLimit = 5 * time.Second
+
+// startLimit bounds the wait for a cluster's nodes, just started, to be
+// ready: 2 minutes, and one more for each node beyond the first. A 3-node
+// Pulsar cluster (4 JVMs) took 1m51s on 2 cores other work kept busy;
+// a node that stops ends the wait at once, however long its limit.
+func (c *Cluster) startLimit() time.Duration {
+	return time.Duration(1+max(len(c.nodes), 1)) * time.Minute
+}
 
 // waitReady waits until the kind says the cluster is ready, failing early
 // if a node stops.

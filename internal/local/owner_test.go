@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +24,9 @@ import (
 type fakeKind struct {
 	// ready answers readiness checks; nil: ready at once.
 	ready func(ctx context.Context) error
+	// ports are the listeners of each node, with the port its layout
+	// prefers (0: any).
+	ports map[string]int
 }
 
 func (fakeKind) Name() string                                                { return "fake" }
@@ -30,11 +35,11 @@ func (fakeKind) Version() string                                             { r
 func (fakeKind) Install(context.Context, string, func(string, ...any)) error { return nil }
 func (fakeKind) Configure(context.Context, *Cluster, bool) error             { return nil }
 
-func (fakeKind) Layout(c *Cluster) []*Node {
+func (k fakeKind) Layout(c *Cluster) []*Node {
 	var nodes []*Node
 	for i := 1; i <= c.Brokers; i++ {
 		nodes = append(nodes, &Node{ID: i, Roles: []string{"broker"}, Host: LoopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-"+string(rune('0'+i)))})
+			Ports: maps.Clone(k.ports), Dir: filepath.Join(c.StateDir, "node-"+string(rune('0'+i)))})
 	}
 	return nodes
 }
@@ -353,5 +358,36 @@ func TestWaitIsBoundedWhenReadyIgnoresItsContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("waitFor waits on a check that never returns")
+	}
+}
+
+// TestLayoutPortIsPreferredWhereFree: a listener's port in the layout (a
+// broker's usual one) is taken where free; where another process holds
+// it, the listener gets a free port instead of failing the start.
+func TestLayoutPortIsPreferredWhereFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usual := l.Addr().(*net.TCPAddr).Port
+	c := &Cluster{Kind: fakeKind{ports: map[string]int{"admin": usual, "other": 0}}, StateDir: t.TempDir(), Brokers: 1}
+	// Held by another process: a free port instead.
+	if err := c.plan(record{}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Node(1).Ports["admin"]; got == usual || got == 0 {
+		t.Errorf("admin port %d while %d is held; want another free port", got, usual)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.plan(record{}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Node(1).Ports["admin"]; got != usual {
+		t.Errorf("admin port %d; want the layout's %d, which is free", got, usual)
+	}
+	if got := c.Node(1).Ports["other"]; got == 0 || got == usual {
+		t.Errorf("other port %d; want a free port of its own", got)
 	}
 }

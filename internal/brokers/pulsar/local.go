@@ -93,10 +93,23 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return os.WriteFile(done, []byte(Version+"\n"), 0o644)
 }
 
+// usualPort and usualHTTPPort are Pulsar's own defaults: the binary
+// protocol's port and the admin API's.
+const (
+	usualPort     = 6650
+	usualHTTPPort = 8080
+)
+
 // Layout implements local.Kind: one standalone node for one broker, on
 // 127.0.0.1; else the ZooKeeper node (id 101, on 127.0.2.1), first as it
-// starts first, then broker node i on 127.0.1.i.
+// starts first, then broker node i on 127.0.1.i. On Pulsar's usual client
+// port, 6650, a broker's admin API is on its usual port, 8080, where free
+// (OMB's pulsar.yaml names both).
 func (Kind) Layout(c *local.Cluster) []*local.Node {
+	http := 0
+	if c.Port == usualPort {
+		http = usualHTTPPort
+	}
 	var nodes []*local.Node
 	if c.Brokers > 1 {
 		nodes = append(nodes, &local.Node{ID: zookeeperNodeID, Roles: []string{"zookeeper"}, Host: local.LoopbackHost(false, true, 1),
@@ -104,7 +117,7 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 	}
 	for i := 1; i <= c.Brokers; i++ {
 		nodes = append(nodes, &local.Node{ID: i, Roles: []string{"broker", "bookie"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0, "http": 0, "bookie": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
+			Ports: map[string]int{"client": 0, "http": http, "bookie": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
 	}
 	return nodes
 }

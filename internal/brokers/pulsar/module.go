@@ -8,7 +8,7 @@ import (
 // LocalKind is the kind of local cluster brokerbench starts for Pulsar:
 // one standalone node (broker, bookie and metadata store in one JVM), or
 // up to 5 brokers, each with its bookie, and a ZooKeeper node.
-var LocalKind = &brokers.Local{Kind: "pulsar", Port: 6650, New: NewLocal, MaxNodes: 5,
+var LocalKind = &brokers.Local{Kind: "pulsar", Port: usualPort, New: NewLocal, MaxNodes: 5,
 	NoLinks:   "the Pulsar client dials each broker at the address the topic lookups return, which brokerbench cannot yet point at a node's own links",
 	Endpoints: localEndpoints,
 	Help: "Pulsar (pulsar) is installed from Maven Central (needs Java 17+ and Maven). One broker " +

@@ -89,15 +89,28 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return os.WriteFile(done, []byte(Version+"\n"), 0o644)
 }
 
+// usualPort and usualNamesrvPort are RocketMQ's own defaults: the
+// proxy's gRPC port and the name server's.
+const (
+	usualPort        = 8081
+	usualNamesrvPort = 9876
+)
+
 // Layout implements local.Kind: the broker node (the module allows one)
-// and the name server's, on the cluster's loopback address.
+// and the name server's, on the cluster's loopback address. On the
+// proxy's usual port, 8081, the name server is on its usual port, 9876,
+// where free (OMB's RocketMQ files and RocketMQ's own tools name it).
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	host := local.LoopbackHost(true, false, 1)
+	namesrv := 0
+	if c.Port == usualPort {
+		namesrv = usualNamesrvPort
+	}
 	return []*local.Node{
 		{ID: 1, Roles: []string{"broker", "proxy"}, Host: host, Dir: filepath.Join(c.StateDir, "node-1"),
 			Ports: map[string]int{"client": 0, "remoting": 0, "ha": 0, "proxy-remoting": 0, "metrics": 0}},
 		{ID: namesrvID, Roles: []string{"namesrv"}, Host: host, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", namesrvID)),
-			Ports: map[string]int{"namesrv": 0}},
+			Ports: map[string]int{"namesrv": namesrv}},
 	}
 }
 

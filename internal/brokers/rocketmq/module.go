@@ -8,7 +8,7 @@ import (
 
 // LocalKind is the kind of local cluster brokerbench starts for
 // RocketMQ: one broker with its proxy, and a name server.
-var LocalKind = &brokers.Local{Kind: "rocketmq", Port: 8081, New: NewLocal, MaxNodes: 1,
+var LocalKind = &brokers.Local{Kind: "rocketmq", Port: usualPort, New: NewLocal, MaxNodes: 1,
 	NoLinks:   "the proxy routes clients to the address its broker registers, which brokerbench cannot yet point at a node's own links",
 	Endpoints: localEndpoints,
 	Help: "RocketMQ (rocketmq) is installed from Maven Central (needs Java 17+ and Maven) and " +
