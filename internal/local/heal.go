@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // Heal brings every node back after faults: paused nodes are resumed,
@@ -24,5 +23,5 @@ func (c *Cluster) Heal(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return c.waitReady(ctx, 120*time.Second)
+	return c.waitReady(ctx, c.startLimit())
 }
