@@ -28,7 +28,11 @@ a brokerbench driver file), from the workload's inline "driver" section, or
 default to Kafka. Without a broker address (--broker or bootstrap.servers),
 run uses the local Kafka cluster of --local-brokers brokers (default 1) and
 starts it if needed, warming a fresh one up for 10 s unmeasured; it keeps
-running afterwards (stop it with 'brokerbench local down kafka'). A
+running afterwards (stop it with 'brokerbench local down kafka'). Given
+--local-brokers, run uses that local cluster even when the driver config
+names addresses: its addresses replace them (OMB's driver files name
+localhost, which the nodes of a local cluster of several brokers are
+not on). A
 workload's fault schedule (kills, pauses of nodes) acts on that local
 cluster; the summary says what each fault cost.
 
@@ -70,7 +74,7 @@ measures).`,
 	addHistoryFlags(fl, &hist)
 	addRunFlags(fl, &o, &quiet)
 	addWorkers(fl, &o.Workers)
-	fl.IntVar(&o.Local.Brokers, "local-brokers", o.Local.Brokers, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", engine.MaxLocalBrokers))
+	fl.IntVar(&o.Local.Brokers, "local-brokers", o.Local.Brokers, fmt.Sprintf("brokers of the local cluster used when no broker address is given, 1 to %d; given, it replaces the driver config's addresses too (default: a running cluster with at least the workload's replication factor of brokers, used as it is; else one of that many, started for the run)", engine.MaxLocalBrokers))
 	fl.BoolVar(&o.Local.Links, "local-links", o.Local.Links, "run the local cluster's links through brokerbench's link proxy (implied by link faults in the workload)")
 	fl.StringVar(&o.Local.Version, "local-version", o.Local.Version, "broker release of the local cluster used when no broker address is given (Kafka 3.7.0 or newer, nats-server 2.10.0 or newer; default: a running cluster of any release, used as it is; else the release brokerbench pins)")
 	return cmd

@@ -325,11 +325,10 @@ func makesOwnFaults(driverName string) bool {
 // target, and what to do.
 func faultsNeedLocal(driverName string) string {
 	reg, _ := brokers.Lookup(driverName)
-	switch {
-	case reg.EndpointSetting != "":
-		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker (and %s in the driver config), and use --local-brokers", reg.EndpointSetting)
+	if reg.EndpointSetting != "" {
+		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker, and give --local-brokers N (the local cluster's addresses then replace %s in the driver config)", reg.EndpointSetting)
 	}
-	return "faults act on the local clusters brokerbench starts: leave out --broker, and use --local-brokers"
+	return "faults act on the local clusters brokerbench starts: leave out --broker, and give --local-brokers N"
 }
 
 // startOutputs starts what the options ask to see of the run besides its

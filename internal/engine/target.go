@@ -445,11 +445,16 @@ func (t *Target) release() error {
 }
 
 // usesLocal reports whether a driver for dc runs against the local broker:
-// no address given on the command line and none in any section of its
-// config.
+// no address given on the command line, and either --local-brokers given
+// (the local cluster's addresses then replace the config's, as --broker's
+// would: OMB's files name localhost, which a cluster's nodes other than
+// a single one do not serve) or no address in any section of its config.
 func (t *Target) usesLocal(dc *workload.DriverConfig) bool {
 	if len(t.endpoints) > 0 || t.localKind(dc) == "" {
 		return false
+	}
+	if t.local.BrokersGiven {
+		return true
 	}
 	reg, _ := brokers.Lookup(dc.Name)
 	// Files made for Kafka's own tools give the addresses in producer

@@ -11,7 +11,8 @@ import (
 
 // TestAddressesInAnySectionAreNotLocal: a driver config whose addresses
 // are in producer or consumer properties alone (files made for Kafka's
-// own tools) goes to those addresses, not to a local broker.
+// own tools) goes to those addresses, not to a local broker, unless
+// --local-brokers asks for one.
 func TestAddressesInAnySectionAreNotLocal(t *testing.T) {
 	tgt := newTarget(IO{}, "", LocalOptions{})
 	addr := workload.Properties{{Key: "bootstrap.servers", Value: "10.0.0.5:9093"}}
@@ -26,6 +27,15 @@ func TestAddressesInAnySectionAreNotLocal(t *testing.T) {
 	}
 	if !tgt.usesLocal(&workload.DriverConfig{Name: "kafka"}) {
 		t.Error("a config without addresses must go to the local broker")
+	}
+	// --local-brokers asks for the local cluster: its addresses replace
+	// the config's (OMB's files name localhost:9092); --broker still wins.
+	omb := &workload.DriverConfig{Name: "kafka", Common: workload.Properties{{Key: "bootstrap.servers", Value: "localhost:9092"}}}
+	if !newTarget(IO{}, "", LocalOptions{Brokers: 3, BrokersGiven: true}).usesLocal(omb) {
+		t.Error("--local-brokers 3 with OMB's driver file: the run would go to the file's localhost:9092, not the local cluster")
+	}
+	if newTarget(IO{}, "10.0.0.5:9092", LocalOptions{Brokers: 3, BrokersGiven: true}).usesLocal(omb) {
+		t.Error("--broker with --local-brokers: the run would go to a local cluster, not the broker given")
 	}
 }
 

@@ -23,9 +23,10 @@ func TestVerdictCounts(t *testing.T) {
 // what to change for every kind of driver, never an empty setting.
 func TestFaultsNeedLocalSaysWhatToDo(t *testing.T) {
 	for name, want := range map[string]string{
-		"kafka": "leave out --broker (and bootstrap.servers in the driver config)",
+		"kafka":  "leave out --broker, and give --local-brokers N (the local cluster's addresses then replace bootstrap.servers in the driver config)",
+		"memory": "leave out --broker, and give --local-brokers N",
 	} {
-		if got := faultsNeedLocal(name); !strings.Contains(got, want) || strings.Contains(got, "( ") || strings.Contains(got, "and  in") {
+		if got := faultsNeedLocal(name); !strings.Contains(got, want) || strings.Contains(got, "( ") || strings.Contains(got, "replace  in") {
 			t.Errorf("%s: %q, want %q", name, got, want)
 		}
 	}
