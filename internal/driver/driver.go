@@ -255,6 +255,17 @@ type Placement interface {
 	Controller(ctx context.Context) (int, error)
 }
 
+// HostPlacement is implemented by drivers of brokers that do not number
+// their nodes (Pulsar): they name the host that serves what, as the
+// brokers advertise it, and a local cluster finds its node on that host.
+type HostPlacement interface {
+	// LeaderHost returns the host of the broker serving a topic's
+	// partition.
+	LeaderHost(ctx context.Context, topic string, partition int) (string, error)
+	// ControllerHost returns the host of the cluster's leading broker.
+	ControllerHost(ctx context.Context) (string, error)
+}
+
 // Pauser is implemented by consumers that can stop receiving for a while,
 // for backlog tests. Messages already fetched when Pause is called may still
 // be delivered; after Resume, delivery continues where it stopped.

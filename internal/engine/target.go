@@ -407,7 +407,13 @@ func (t *Target) faultsFor(w *workload.Workload, dc *workload.DriverConfig, drv 
 		return nil, badInput(fmt.Errorf("%s: the workload has a fault schedule; faults act on the local clusters brokerbench starts, and this run goes to %s: leave out --broker",
 			w.Source, strings.Join(t.endpoints, ",")))
 	}
-	place, _ := drv.(driver.Placement)
+	var place localfaults.Finder
+	switch p := drv.(type) {
+	case driver.Placement:
+		place = p
+	case driver.HostPlacement:
+		place = localfaults.ByHost(t.cluster.Nodes(), p)
+	}
 	sched, err := localfaults.Schedule(t.cluster, w.Faults, place, w.Seed)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: %w (the local cluster has %d brokers)", w.Source, err, t.cluster.Brokers))

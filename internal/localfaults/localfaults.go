@@ -18,12 +18,58 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
+// Finder finds the nodes faults aim at by role: a driver.Placement, or
+// ByHost of a driver.HostPlacement.
+type Finder interface {
+	// Leader returns the node leading a topic's partition.
+	Leader(ctx context.Context, topic string, partition int) (int, error)
+	// Controller returns the active controller node.
+	Controller(ctx context.Context) (int, error)
+}
+
+// ByHost is the Finder of a driver that names hosts rather than node ids:
+// the broker node of nodes on the host it names.
+func ByHost(nodes []*local.Node, hp driver.HostPlacement) Finder {
+	return byHost{nodes: nodes, hp: hp}
+}
+
+type byHost struct {
+	nodes []*local.Node
+	hp    driver.HostPlacement
+}
+
+func (b byHost) Leader(ctx context.Context, topic string, partition int) (int, error) {
+	host, err := b.hp.LeaderHost(ctx, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	return b.node(host)
+}
+
+func (b byHost) Controller(ctx context.Context) (int, error) {
+	host, err := b.hp.ControllerHost(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.node(host)
+}
+
+// node returns the id of the broker node on host.
+func (b byHost) node(host string) (int, error) {
+	for _, n := range b.nodes {
+		if n.Host == host && n.HasRole("broker") {
+			return n.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("no broker node of the local cluster is on %s, the host the broker named", host)
+}
+
 // Schedule turns a workload's fault schedule into faults on c's nodes.
 // place finds the nodes aimed at by role (leader, controller); seed picks
 // random nodes, so a schedule picks the same nodes again. A kill or pause
 // with a duration becomes two faults: the action, and its undo on the same
 // node.
-func Schedule(c *local.Cluster, schedule []workload.Fault, place driver.Placement, seed uint64) ([]faults.Scheduled, error) {
+func Schedule(c *local.Cluster, schedule []workload.Fault, place Finder, seed uint64) ([]faults.Scheduled, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
 	var out []faults.Scheduled
 	for i, spec := range schedule {
@@ -62,7 +108,7 @@ type nodeFault struct {
 	spec   workload.Fault
 	group  string // the link shapes of a link fault
 	undo   bool   // restart, resume or heal the node the spec acted on
-	place  driver.Placement
+	place  Finder
 	rng    *rand.Rand
 	target *resolved
 }

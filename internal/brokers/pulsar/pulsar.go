@@ -20,11 +20,13 @@
 package pulsar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 
@@ -60,6 +62,7 @@ var (
 	_ driver.Driver                  = (*Driver)(nil)
 	_ driver.ResettingWrittenCounter = (*Driver)(nil)
 	_ driver.Rereader                = (*Driver)(nil)
+	_ driver.HostPlacement           = (*Driver)(nil)
 )
 
 // New validates dc; connections are made on first use. With
@@ -78,7 +81,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	}
 	d := &Driver{cfg: cfg, admin: adm, metrics: prometheus.NewRegistry()}
 	if cfg.dedup {
-		return uncounted{d, d, d}, nil
+		return uncounted{d, d, d, d}, nil
 	}
 	return d, nil
 }
@@ -88,6 +91,7 @@ type uncounted struct {
 	driver.Driver
 	driver.Rereader
 	driver.Checker
+	driver.HostPlacement
 }
 
 // newClient returns a client of the service URL whose producers may
@@ -313,6 +317,52 @@ func (d *Driver) Close() {
 // not partitioned is lane 0.
 func lane(id pulsar.MessageID) int32 {
 	return max(id.PartitionIdx(), 0)
+}
+
+// LeaderHost implements driver.HostPlacement: the host of the broker
+// that owns the partition (the broker a lookup of it names).
+func (d *Driver) LeaderHost(ctx context.Context, topic string, partition int) (string, error) {
+	n, err := d.partitions(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	name := topic
+	switch {
+	case partition < 0 || partition >= max(n, 1):
+		return "", fmt.Errorf("topic %q has no partition %d", topic, partition)
+	case n > 0:
+		name += "-partition-" + strconv.Itoa(partition)
+	}
+	var owner struct {
+		BrokerURL    string `json:"brokerUrl"`
+		BrokerURLTLS string `json:"brokerUrlTls"`
+	}
+	path := "/lookup/v2/topic/persistent/" + url.PathEscape(d.cfg.tenant) + "/" + url.PathEscape(d.cfg.namespace) + "/" + url.PathEscape(name)
+	if err := d.admin.do(ctx, http.MethodGet, path, nil, &owner); err != nil {
+		return "", fmt.Errorf("look up the broker of topic %q: %w", name, err)
+	}
+	return urlHost(cmp.Or(owner.BrokerURL, owner.BrokerURLTLS), "the lookup of topic "+name)
+}
+
+// ControllerHost implements driver.HostPlacement: the host of the leader
+// broker, which runs the cluster's load manager.
+func (d *Driver) ControllerHost(ctx context.Context) (string, error) {
+	var leader struct {
+		ServiceURL string `json:"serviceUrl"`
+	}
+	if err := d.admin.do(ctx, http.MethodGet, "/admin/v2/brokers/leaderBroker", nil, &leader); err != nil {
+		return "", fmt.Errorf("ask for the leader broker: %w", err)
+	}
+	return urlHost(leader.ServiceURL, "the leader broker's answer")
+}
+
+// urlHost returns the host of a broker's URL, which where names.
+func urlHost(s, where string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Errorf("%s names no broker: %q", where, s)
+	}
+	return u.Hostname(), nil
 }
 
 // partitionTopics returns the full names of a topic's partitions, or

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -417,4 +420,58 @@ func FuzzParseConfig(f *testing.F) {
 			t.Errorf("accepted an inconsistent config: %+v", c)
 		}
 	})
+}
+
+// TestPlacementByLookup: the host serving a partition is the one a
+// lookup of the partition's topic names (of a topic not partitioned, the
+// topic's own), and the cluster's leading broker the one the admin API
+// names; a partition the topic does not have is an error.
+func TestPlacementByLookup(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/v2/persistent/public/brokerbench/{topic}/partitions", func(w http.ResponseWriter, r *http.Request) {
+		n := map[string]int{"parted": 3}[r.PathValue("topic")]
+		fmt.Fprintf(w, `{"partitions":%d}`, n)
+	})
+	mux.HandleFunc("GET /lookup/v2/topic/persistent/public/brokerbench/{topic}", func(w http.ResponseWriter, r *http.Request) {
+		switch r.PathValue("topic") {
+		case "parted-partition-2":
+			fmt.Fprint(w, `{"brokerUrl":"pulsar://127.0.1.2:6650","httpUrl":"http://127.0.1.2:8080"}`)
+		case "single":
+			fmt.Fprint(w, `{"brokerUrl":"","brokerUrlTls":"pulsar+ssl://127.0.1.3:6651"}`)
+		default:
+			http.Error(w, `{"reason":"no such topic"}`, http.StatusNotFound)
+		}
+	})
+	mux.HandleFunc("GET /admin/v2/brokers/leaderBroker", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"brokerId":"127.0.1.1:8080","serviceUrl":"http://127.0.1.1:8080"}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	drv, err := New(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, driver.Options{Endpoints: []string{"pulsar://127.0.0.1:1", srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	place := drv.(driver.HostPlacement)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topic     string
+		partition int
+		want      string
+	}{{"parted", 2, "127.0.1.2"}, {"single", 0, "127.0.1.3"}} {
+		if got, err := place.LeaderHost(ctx, tc.topic, tc.partition); err != nil || got != tc.want {
+			t.Errorf("LeaderHost(%s, %d) = %q, %v; want %s", tc.topic, tc.partition, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		topic     string
+		partition int
+	}{{"parted", 3}, {"single", 1}, {"parted", -1}} {
+		if got, err := place.LeaderHost(ctx, tc.topic, tc.partition); err == nil {
+			t.Errorf("LeaderHost(%s, %d) = %q; want an error: no such partition", tc.topic, tc.partition, got)
+		}
+	}
+	if got, err := place.ControllerHost(ctx); err != nil || got != "127.0.1.1" {
+		t.Errorf("ControllerHost = %q, %v; want 127.0.1.1", got, err)
+	}
 }
