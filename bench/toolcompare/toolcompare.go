@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,6 +320,27 @@ func Peers(baseline string, names ...string) []string {
 		names = append(names, BaselineTool(baseline))
 	}
 	return names
+}
+
+// CPUProfile starts writing a CPU profile of this process to path, for a
+// bare loop's -cpuprofile, to set beside 'brokerbench run --pprof'; stop
+// ends it. With path "" it does nothing.
+func CPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // Main parses the command line into options with the given defaults and
