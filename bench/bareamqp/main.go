@@ -5,7 +5,7 @@
 // measured but the count. It prints rate=R: records from the first
 // publish to the last delivery.
 //
-//	bareamqp -uri amqp://guest:guest@127.0.0.1:5672/ -queue q -records 1000000 -size 100
+//	bareamqp -uri amqp://guest:guest@127.0.0.1:5672/ -queue q -records 1000000 -size 100 [-cpuprofile FILE]
 package main
 
 import (
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
 func main() {
@@ -25,8 +27,14 @@ func main() {
 	confirms := flag.Int("confirms", 1000, "unconfirmed messages at most")
 	prefetch := flag.Int("prefetch", 1000, "consumer prefetch")
 	ackEvery := flag.Int("ack-every", 50, "acknowledge this many deliveries at once")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(*uri, *queue, *records, *size, *confirms, *prefetch, *ackEvery); err != nil {
+	stopProfile, err := toolcompare.CPUProfile(*cpuProfile)
+	if err == nil {
+		err = run(*uri, *queue, *records, *size, *confirms, *prefetch, *ackEvery)
+		stopProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bareamqp:", err)
 		os.Exit(1)
 	}

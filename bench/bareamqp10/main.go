@@ -6,7 +6,7 @@
 // the count. It prints rate=R: records from the first send to the last
 // delivery.
 //
-//	bareamqp10 -addr 127.0.0.1:61616 -queue q -records 1000000 -size 100
+//	bareamqp10 -addr 127.0.0.1:61616 -queue q -records 1000000 -size 100 [-cpuprofile FILE]
 package main
 
 import (
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/Azure/go-amqp"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
 func main() {
@@ -28,12 +30,18 @@ func main() {
 	size := flag.Int("size", 100, "message size in bytes")
 	pending := flag.Int("pending", 1000, "messages awaiting settlement at most")
 	credit := flag.Int("credit", 1000, "the receiver's link credit")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	sasl := amqp.SASLTypeAnonymous()
 	if *user != "" {
 		sasl = amqp.SASLTypePlain(*user, *password)
 	}
-	if err := run(*addr, sasl, *queue, *records, *size, *pending, *credit); err != nil {
+	stopProfile, err := toolcompare.CPUProfile(*cpuProfile)
+	if err == nil {
+		err = run(*addr, sasl, *queue, *records, *size, *pending, *credit)
+		stopProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bareamqp10:", err)
 		os.Exit(1)
 	}

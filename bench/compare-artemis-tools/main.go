@@ -16,6 +16,7 @@
 //
 //	go run ./bench/compare-artemis-tools                 # 100k x 100 B, 3 repetitions
 //	go run ./bench/compare-artemis-tools -records 50000 -reps 2 -sizes 100,1024
+//	go run ./bench/compare-artemis-tools -baseline HEAD~1 # and brokerbench as it was, in the same sitting
 package main
 
 import (
@@ -30,7 +31,6 @@ import (
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/brokers/artemis"
 	"github.com/brokerbench/brokerbench/internal/local"
-	"github.com/brokerbench/brokerbench/internal/results"
 )
 
 func main() {
@@ -39,6 +39,9 @@ func main() {
 
 type env struct {
 	dir, addr, artemisHome string
+	// baseline is the git revision whose brokerbench also runs ("" for
+	// none).
+	baseline string
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
@@ -51,13 +54,16 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareamqp10", "./bench/bareamqp10"}); err != nil {
 		return err
 	}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
+	}
 	c := artemis.NewLocal(o.Port, 1)
 	st, stopBroker, err := toolcompare.Up(ctx, c, dir)
 	if err != nil {
 		return err
 	}
 	defer stopBroker()
-	e := &env{dir: dir, addr: st.Address(), artemisHome: filepath.Join(local.DefaultCacheDir(), "artemis-"+artemis.Version, "apache-artemis-"+artemis.Version)}
+	e := &env{dir: dir, addr: st.Address(), artemisHome: filepath.Join(local.DefaultCacheDir(), "artemis-"+artemis.Version, "apache-artemis-"+artemis.Version), baseline: o.Baseline}
 
 	return toolcompare.EachSize(o, func(size int) ([]toolcompare.Measurement, error) {
 		return e.compare(ctx, o, size)
@@ -69,21 +75,18 @@ const role = "produce+consume"
 func (e *env) tools(size int) []toolcompare.Tool {
 	wl := e.workload(size)
 	report := filepath.Join(e.dir, "perf.json")
-	return []toolcompare.Tool{
+	tools := []toolcompare.Tool{
 		{Name: "artemis perf client", Cmd: func(queue string, n int64) []string {
 			return []string{filepath.Join(e.artemisHome, "bin", "artemis"), "perf", "client", "--url", "tcp://" + e.addr, "--protocol", "AMQP",
 				"--persistent", "--message-count", strconv.FormatInt(n, 10), "--message-size", strconv.Itoa(size), "--max-pending", "1000",
 				"--json", report, "queue://" + queue}
 		}, Rate: func(string) (float64, error) { return perfClientRate(report) }},
-		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(e.dir, "brokerbench"), "run", wl, "--broker", e.addr,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, Rate: e.brokerbenchRate, Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare go-amqp", Cmd: func(queue string, n int64) []string {
 			return []string{filepath.Join(e.dir, "bareamqp10"), "-addr", e.addr, "-queue", queue,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	return append(tools, toolcompare.BrokerbenchTools(e.dir, wl, e.addr, e.baseline)...)
 }
 
 // workload writes brokerbench's side: one address with one queue, one
@@ -118,7 +121,7 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("q-%d-%d-%d", size, rep, i) })
 	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"artemis perf client", "bare go-amqp"}})
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: toolcompare.Peers(e.baseline, "artemis perf client", "bare go-amqp")})
 	}
 	return ms, err
 }
@@ -149,13 +152,4 @@ func perfClientRate(path string) (float64, error) {
 	last := samples[len(samples)-1]
 	span := float64(last.Time-samples[0].Time)/1000 + 1
 	return float64(last.TotalReceived) / span, nil
-}
-
-// brokerbenchRate reads the measured publish rate from the results file.
-func (e *env) brokerbenchRate(string) (float64, error) {
-	r, err := results.Read(filepath.Join(e.dir, "bb.json"))
-	if err != nil {
-		return 0, err
-	}
-	return r.Measured.PublishRate, nil
 }

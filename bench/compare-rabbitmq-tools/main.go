@@ -15,6 +15,7 @@
 //
 //	go run ./bench/compare-rabbitmq-tools                 # 300k x 100 B, 3 repetitions
 //	go run ./bench/compare-rabbitmq-tools -records 100000 -reps 2 -sizes 100,1024
+//	go run ./bench/compare-rabbitmq-tools -baseline HEAD~1 # and brokerbench as it was, in the same sitting
 package main
 
 import (
@@ -30,7 +31,6 @@ import (
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/local"
-	"github.com/brokerbench/brokerbench/internal/results"
 )
 
 // perfTestVersion is the PerfTest release fetched from Maven Central.
@@ -47,6 +47,9 @@ func main() {
 
 type env struct {
 	dir, uri, addr, perfTestLib string
+	// baseline is the git revision whose brokerbench also runs ("" for
+	// none).
+	baseline string
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
@@ -59,6 +62,9 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareamqp", "./bench/bareamqp"}); err != nil {
 		return err
 	}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
+	}
 	lib, err := fetchPerfTest(ctx, filepath.Join(local.DefaultCacheDir(), "perf-test-"+perfTestVersion))
 	if err != nil {
 		return err
@@ -68,7 +74,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 		return err
 	}
 	defer stopBroker()
-	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/%2f", perfTestLib: lib}
+	e := &env{dir: dir, addr: st.Address(), uri: "amqp://guest:guest@" + st.Address() + "/%2f", perfTestLib: lib, baseline: o.Baseline}
 
 	return toolcompare.EachSize(o, func(size int) ([]toolcompare.Measurement, error) {
 		return e.compare(ctx, o, size)
@@ -106,22 +112,19 @@ const role = "publish+consume"
 
 func (e *env) tools(size int) []toolcompare.Tool {
 	wl := e.workload(size)
-	return []toolcompare.Tool{
+	tools := []toolcompare.Tool{
 		{Name: "rabbitmq PerfTest", Cmd: func(queue string, n int64) []string {
 			return []string{"java", "-Xmx1g", "-cp", filepath.Join(e.perfTestLib, "*"), "com.rabbitmq.perf.PerfTest",
 				"--uri", e.uri, "--producers", "1", "--consumers", "1", "--queue", queue, "--quorum-queue",
 				"--size", strconv.Itoa(size), "--pmessages", strconv.FormatInt(n, 10), "--cmessages", strconv.FormatInt(n, 10),
 				"--confirm", "1000", "--qos", "1000", "--multi-ack-every", "50", "--flag", "persistent"}
 		}, Rate: perfTestRate},
-		{Name: "brokerbench", Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(e.dir, "brokerbench"), "run", wl, "--broker", e.addr,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", filepath.Join(e.dir, "bb.json")}
-		}, Rate: e.brokerbenchRate, Measured: toolcompare.BrokerbenchVerdicts},
 		{Name: "bare amqp091-go", Cmd: func(queue string, n int64) []string {
 			return []string{filepath.Join(e.dir, "bareamqp"), "-uri", e.uri, "-queue", queue,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
+	return append(tools, toolcompare.BrokerbenchTools(e.dir, wl, e.addr, e.baseline)...)
 }
 
 // workload writes brokerbench's side: one quorum queue, one producer and
@@ -157,7 +160,7 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("q-%d-%d-%d", size, rep, i) })
 	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: []string{"rabbitmq PerfTest", "bare amqp091-go"}})
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: toolcompare.Peers(e.baseline, "rabbitmq PerfTest", "bare amqp091-go")})
 	}
 	return ms, err
 }
@@ -170,13 +173,4 @@ func perfTestRate(out string) (float64, error) {
 		}
 	}
 	return 0, errors.New("no 'sending rate avg' in PerfTest's output")
-}
-
-// brokerbenchRate reads the measured publish rate from the results file.
-func (e *env) brokerbenchRate(string) (float64, error) {
-	r, err := results.Read(filepath.Join(e.dir, "bb.json"))
-	if err != nil {
-		return 0, err
-	}
-	return r.Measured.PublishRate, nil
 }

@@ -183,3 +183,51 @@ func TestOtherProcessesAndSteal(t *testing.T) {
 		}
 	})
 }
+
+// TestHelpersAreTheClientsChildren: the client's helpers are its child
+// processes running its own executable, found from its threads' children
+// lists where the kernel keeps them, and by reading every process's stat
+// where it does not.
+func TestHelpersAreTheClientsChildren(t *testing.T) {
+	root := t.TempDir()
+	proc := filepath.Join(root, "proc")
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(proc, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(pid, exe string) {
+		t.Helper()
+		if err := os.Symlink(exe, filepath.Join(proc, pid, "exe")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat := func(pid, ppid string, ticks int) string {
+		return fmt.Sprintf("%s (bb) S %s 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 5 0 100 1000 10 0 0\n", pid, ppid, ticks)
+	}
+	write("42/stat", stat("42", "1", 100))
+	link("42", "/opt/brokerbench")
+	write("43/stat", stat("43", "42", 7)) // a worker
+	link("43", "/opt/brokerbench")
+	write("44/stat", stat("44", "42", 9)) // a child running something else
+	link("44", "/usr/bin/java")
+	write("45/stat", stat("45", "42", 11)) // a worker in no children list
+	link("45", "/opt/brokerbench")
+	s := &Sampler{procRoot: proc, clientPID: 42}
+
+	// Without children lists, every process is read: 43 and 45.
+	if got := s.readHelpers(); len(got) != 2 || got[43] != 7 || got[45] != 11 {
+		t.Errorf("helpers without children lists = %v, want 43:7 and 45:11", got)
+	}
+	// With them, only the children listed are read.
+	write("42/task/42/children", "43 44 ")
+	write("42/task/50/children", "")
+	if got := s.readHelpers(); len(got) != 1 || got[43] != 7 {
+		t.Errorf("helpers from children lists = %v, want 43:7 alone", got)
+	}
+}

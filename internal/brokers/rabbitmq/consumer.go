@@ -145,46 +145,66 @@ func (c *consumer) run(conn *amqp.Connection, deliveries []<-chan amqp.Delivery)
 }
 
 // take hands one queue's deliveries to the runner and acknowledges them,
-// multipleAckEvery at once, or all taken so far when none arrived for
-// 10 ms. It returns when the deliveries end (the channel closed).
+// multipleAckEvery at once, or all taken so far at a tick of every 10 ms
+// when no acknowledgement went out since the tick before: a message
+// waits at most 20 ms for its acknowledgement, and a consumer that acks
+// by count that often sends no more (each ack is a write to the socket).
+// It returns when the deliveries end (the channel closed).
 func (c *consumer) take(deliveries <-chan amqp.Delivery, lane int32) {
 	every := c.d.cfg.multipleAcks
 	flush := time.NewTicker(10 * time.Millisecond)
 	defer flush.Stop()
-	var last amqp.Delivery
-	unacked := 0
-	var d driver.Delivery
+	var (
+		ch             amqp.Acknowledger // the channel of the deliveries
+		lastTag        uint64            // the last delivery taken
+		unacked        int
+		ackedSinceTick bool
+		d              driver.Delivery
+	)
+	ack := func() {
+		_ = ch.Ack(lastTag, true)
+		unacked = 0
+	}
 	for {
+		var m amqp.Delivery
+		var ok bool
+		// A delivery already waiting is taken without the select over
+		// the ticker and stop, which costs more than the receive.
 		select {
-		case m, ok := <-deliveries:
-			if !ok {
+		case m, ok = <-deliveries:
+		default:
+			select {
+			case m, ok = <-deliveries:
+			case <-flush.C:
+				if unacked > 0 && !ackedSinceTick {
+					ack()
+				}
+				ackedSinceTick = false
+				continue
+			case <-c.stop:
+				if unacked > 0 {
+					ack()
+				}
 				return
 			}
-			c.Wait(c.stop)
-			select {
-			case <-c.stop:
-				return // unacknowledged: the broker delivers it again
-			default:
-			}
-			c.mu.Lock()
-			d.Value, d.Lane = m.Body, lane
-			c.consume(&d)
-			c.mu.Unlock()
-			last, unacked = m, unacked+1
-			if unacked >= every {
-				_ = last.Ack(true)
-				unacked = 0
-			}
-		case <-flush.C:
-			if unacked > 0 {
-				_ = last.Ack(true)
-				unacked = 0
-			}
-		case <-c.stop:
-			if unacked > 0 {
-				_ = last.Ack(true)
-			}
+		}
+		if !ok {
 			return
+		}
+		c.Wait(c.stop)
+		select {
+		case <-c.stop:
+			return // unacknowledged: the broker delivers it again
+		default:
+		}
+		c.mu.Lock()
+		d.Value, d.Lane = m.Body, lane
+		c.consume(&d)
+		c.mu.Unlock()
+		ch, lastTag, unacked = m.Acknowledger, m.DeliveryTag, unacked+1
+		if unacked >= every {
+			ack()
+			ackedSinceTick = true
 		}
 	}
 }

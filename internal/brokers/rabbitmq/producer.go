@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -49,6 +50,7 @@ type producer struct {
 	mode          uint8 // delivery mode: transient or persistent
 	mandatory     bool
 	ack           driver.AckFunc
+	ids           atomic.Uint64 // the last message id made (messageID)
 	ackMu         sync.Mutex    // AckFunc is never called concurrently
 	outstanding   chan struct{} // bounds unconfirmed messages, if set
 	confirmBuffer int
@@ -175,14 +177,27 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	s.push(tag, m)
 	msg := amqp.Publishing{Body: m.Value, DeliveryMode: p.mode}
 	if p.mandatory {
-		// A returned message is known by its tag.
-		msg.MessageId = strconv.FormatUint(tag, 10)
+		// A returned message is known by its id.
+		msg.MessageId = p.messageID(m)
 	}
 	err = s.ch.PublishWithContext(ctx, p.exchange, p.keys[p.spread.Partition(m.Key, len(p.keys))], p.mandatory, false, msg)
 	p.mu.Unlock()
 	if err != nil && s.dropTail(tag) {
 		p.finish(m, errKind{"CONNECTION", err})
 	}
+}
+
+// messageID returns the id m is published with, which identifies it when
+// the broker returns it: made on m's first send and kept in its
+// DriverState, so that publishing it again does not allocate. A message
+// is in flight once at a time, so no two pending messages share an id.
+func (p *producer) messageID(m *driver.Message) string {
+	id, ok := m.DriverState.(string)
+	if !ok {
+		id = strconv.FormatUint(p.ids.Add(1), 10)
+		m.DriverState = id
+	}
+	return id
 }
 
 // finish acknowledges m to the runner, once.
@@ -239,67 +254,74 @@ const nackReopen = time.Second
 
 // confirmLoop settles the session's messages as their confirms arrive
 // (amqp091-go hands them over in tag order). A message returned as
-// unroutable is confirmed after its return, which is taken first. When
-// the channel closes, every message still pending fails. A session that
-// receives only nacks for nackReopen is closed.
+// unroutable is confirmed after its return, which is taken first, and is
+// known by its message id. When the channel closes, every message still
+// pending fails. A session that receives only nacks for nackReopen is
+// closed.
 func (p *producer) confirmLoop(s *session, confirms <-chan amqp.Confirmation, returns <-chan amqp.Return) {
 	defer p.loops.Done()
-	var nacksSince time.Time // the first of the nacks received since the last ack
-	returned := map[uint64]bool{}
-	takeReturn := func(r amqp.Return) {
-		if tag, err := strconv.ParseUint(r.MessageId, 10, 64); err == nil {
-			returned[tag] = true
-		}
-	}
+	var nacksSince time.Time      // the first of the nacks received since the last ack
+	returned := map[string]bool{} // ids of messages returned, whose confirm is due
+	takeReturn := func(r amqp.Return) { returned[r.MessageId] = true }
 	for {
+		var c amqp.Confirmation
+		var ok bool
+		// A confirm already waiting is taken without the select over
+		// returns, which costs more than the receive; the returns that
+		// came before it are taken below, before it is settled.
 		select {
-		case r, ok := <-returns:
-			if ok {
-				takeReturn(r)
-			} else {
-				returns = nil
-			}
-		case c, ok := <-confirms:
-			if !ok {
-				p.failPending(s)
-				return
-			}
-		drain:
-			for {
-				select {
-				case r, ok := <-returns:
-					if !ok {
-						returns = nil
-						break drain
-					}
+		case c, ok = <-confirms:
+		default:
+			select {
+			case r, ok := <-returns:
+				if ok {
 					takeReturn(r)
-				default:
+				} else {
+					returns = nil
+				}
+				continue
+			case c, ok = <-confirms:
+			}
+		}
+		if !ok {
+			p.failPending(s)
+			return
+		}
+	drain:
+		for {
+			select {
+			case r, ok := <-returns:
+				if !ok {
+					returns = nil
 					break drain
 				}
-			}
-			m, ok := s.pop(c.DeliveryTag)
-			if !ok {
-				continue
-			}
-			var err error
-			switch {
-			case returned[c.DeliveryTag]:
-				delete(returned, c.DeliveryTag)
-				err = errKind{"UNROUTABLE", errUnroutable}
-			case !c.Ack:
-				err = errKind{"NACK", errNack}
-				if nacksSince.IsZero() {
-					nacksSince = time.Now()
-				} else if time.Since(nacksSince) >= nackReopen {
-					// Closing ends confirms, and with them this loop.
-					go func() { _ = s.conn.Close() }()
-					nacksSince = time.Now()
-				}
+				takeReturn(r)
 			default:
-				nacksSince = time.Time{}
+				break drain
 			}
-			p.finish(m, err)
 		}
+		m, ok := s.pop(c.DeliveryTag)
+		if !ok {
+			continue
+		}
+		var err error
+		switch {
+		case len(returned) > 0 && returned[p.messageID(m)]:
+			delete(returned, p.messageID(m))
+			err = errKind{"UNROUTABLE", errUnroutable}
+		case !c.Ack:
+			err = errKind{"NACK", errNack}
+			if nacksSince.IsZero() {
+				nacksSince = time.Now()
+			} else if time.Since(nacksSince) >= nackReopen {
+				// Closing ends confirms, and with them this loop.
+				go func() { _ = s.conn.Close() }()
+				nacksSince = time.Now()
+			}
+		default:
+			nacksSince = time.Time{}
+		}
+		p.finish(m, err)
 	}
 }
 
