@@ -143,5 +143,9 @@ func parseURL(raw string) (addr string, secure bool, user *url.Userinfo, err err
 	if u.Port() != "" {
 		port = u.Port()
 	}
-	return net.JoinHostPort(u.Hostname(), port), secure, u.User, nil
+	addr = net.JoinHostPort(u.Hostname(), port)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", false, nil, fmt.Errorf("%q: %q is not a host name or address", driver.RedactEndpoints(raw), u.Hostname())
+	}
+	return addr, secure, u.User, nil
 }
