@@ -421,3 +421,8 @@ func LastDeliveryRate(r *results.Run) float64 {
 	}
 	return float64(consumed) / end
 }
+
+// InFlight is the number of messages of size bytes brokerbench's runner
+// keeps awaiting their acknowledgement per producer (32 MiB / size, at
+// least 16 and at most 16,384), which a bare loop is given too.
+func InFlight(size int) int { return max(16, min(16384, (32<<20)/size)) }
