@@ -15,7 +15,7 @@
 // the last delivery.
 //
 //	barensq -nsqd 127.0.0.1:4150 -http 127.0.0.1:4151 -topic t -records 1000000 -size 100
-//	barensq -topic t -channel c -produce=false
+//	barensq -topic t -channel c -produce=false [-cpuprofile FILE]
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -56,10 +57,25 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	flag.BoolVar(&o.produce, "produce", true, "publish -records messages")
 	flag.BoolVar(&o.consume, "consume", true, "consume -records messages")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(o); err != nil {
+	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "barensq:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(o); err != nil {
+		fail(err)
 	}
 }
 
