@@ -140,7 +140,7 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: fill, Subjects: []string{fill + ".0"}, Storage: jetstream.FileStorage}); err != nil {
 		return all, fmt.Errorf("create stream %s: %w", fill, err)
 	}
-	filler := e.brokerbench(size, "fill", "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n", fill, publishRate)[0]
+	filler := e.brokerbench(size, "fill", "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n", fill, toolcompare.PublishRate)[0]
 	if _, err := toolcompare.Run(ctx, filler, "fill", size, o.Records, 0, fill); err != nil {
 		return all, err
 	}
@@ -157,19 +157,10 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	if err != nil {
 		return all, err
 	}
-	peers := func(tools []toolcompare.Tool) []string {
-		var p []string
-		for _, t := range tools {
-			if t.Name != "brokerbench" {
-				p = append(p, t.Name)
-			}
-		}
-		return p
-	}
 	toolcompare.Report(all,
-		toolcompare.Side{Role: "producer", Tools: prod, Peers: peers(prod)},
-		toolcompare.Side{Role: "consumer", Tools: cons, Peers: peers(cons)},
-		toolcompare.Side{Role: "publish+consume", Tools: both, Peers: peers(both)})
+		toolcompare.Side{Role: "producer", Tools: prod, Peers: toolcompare.Peers(prod)},
+		toolcompare.Side{Role: "consumer", Tools: cons, Peers: toolcompare.Peers(cons)},
+		toolcompare.Side{Role: "publish+consume", Tools: both, Peers: toolcompare.Peers(both)})
 	return all, nil
 }
 
@@ -209,7 +200,7 @@ func (e *env) producers(size int) []toolcompare.Tool {
 				"--msgs", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size), "--batch", strconv.Itoa(fetchBatch), "--no-progress"}
 		}, Rate: natsBenchRate},
 		e.bare(size, "-consume=false"),
-	}, e.brokerbench(size, "producer", "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n", "", publishRate)...)
+	}, e.brokerbench(size, "producer", "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n", "", toolcompare.PublishRate)...)
 }
 
 func (e *env) consumers(size int) []toolcompare.Tool {
@@ -220,12 +211,12 @@ func (e *env) consumers(size int) []toolcompare.Tool {
 				"--msgs", strconv.FormatInt(n, 10), "--batch", strconv.Itoa(fetchBatch), "--acks", "explicit", "--no-progress"}
 		}, Rate: natsBenchRate},
 		e.bare(size, "-produce=false", "-stream", stream),
-	}, e.brokerbench(size, "consumer", "producersPerTopic: 0\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n", stream, consumeRate)...)
+	}, e.brokerbench(size, "consumer", "producersPerTopic: 0\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n", stream, toolcompare.ConsumeRate)...)
 }
 
 func (e *env) publishConsume(size int) []toolcompare.Tool {
 	return append([]toolcompare.Tool{e.bare(size)},
-		e.brokerbench(size, "publish-consume", "producersPerTopic: 1\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n", "", lastDeliveryRate)...)
+		e.brokerbench(size, "publish-consume", "producersPerTopic: 1\nsubscriptionsPerTopic: 1\nconsumersPerSubscription: 1\n", "", toolcompare.LastDeliveryRate)...)
 }
 
 // bare is barenats with the driver's settings and extra flags; its
@@ -253,49 +244,11 @@ func (e *env) brokerbench(size int, role, clients, stream string, rate func(*res
 	if err := os.WriteFile(wl, []byte(text), 0o644); err != nil {
 		panic(err)
 	}
-	out := filepath.Join(e.dir, "bb.json")
-	tool := func(name, bin string) toolcompare.Tool {
-		return toolcompare.Tool{Name: name, Cmd: func(_ string, n int64) []string {
-			argv := []string{filepath.Join(e.dir, bin), "run", wl, "--broker", e.url, "--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}
-			if stream != "" {
-				argv = append(argv, "--topic", stream, "--keep-topics")
-			}
-			return argv
-		}, Rate: func(string) (float64, error) {
-			r, err := results.Read(out)
-			if err != nil {
-				return 0, err
-			}
-			return rate(r), nil
-		}, Measured: toolcompare.BrokerbenchVerdicts}
+	var topic func(string) string
+	if stream != "" {
+		topic = func(string) string { return stream }
 	}
-	tools := []toolcompare.Tool{tool("brokerbench", "brokerbench")}
-	if e.baseline != "" {
-		tools = append(tools, tool(toolcompare.BaselineTool(e.baseline), "brokerbench-baseline"))
-	}
-	return tools
-}
-
-func publishRate(r *results.Run) float64 { return r.Measured.PublishRate }
-
-func consumeRate(r *results.Run) float64 { return r.Measured.ConsumeRate }
-
-// lastDeliveryRate is the records over the time from the start of
-// producing to the end of the last interval with a delivery (drain
-// included), to a second's resolution.
-func lastDeliveryRate(r *results.Run) float64 {
-	var end float64
-	var consumed int64
-	for _, iv := range r.Intervals {
-		if iv.Consumed > 0 {
-			end = iv.EndSeconds
-		}
-		consumed += iv.Consumed
-	}
-	if end == 0 {
-		return 0
-	}
-	return float64(consumed) / end
+	return toolcompare.Brokerbench(e.dir, e.baseline, wl, e.url, topic, rate)
 }
 
 // natsBenchRate reads the messages per second from nats bench's stats

@@ -45,6 +45,10 @@ type Tool struct {
 	Cmd  func(topic string, records int64) []string
 	// Rate extracts msgs/s by the tool's own clock from its output.
 	Rate func(out string) (float64, error)
+	// Count, for a tool that runs for a time rather than a record count,
+	// extracts the records it handled from its output; the run's
+	// measurement counts those (nil: the record count it was given).
+	Count func(out string) (int64, error)
 	// Measured are the exit statuses besides 0 after which the run was
 	// still measured: brokerbench's verdicts (BrokerbenchVerdicts).
 	Measured []int
@@ -76,6 +80,11 @@ func Run(ctx context.Context, t Tool, role string, size int, records int64, rep 
 	if records > 1 {
 		if m.Rate, err = t.Rate(out.String()); err != nil {
 			return m, fmt.Errorf("%s %s: %w\n%s", t.Name, role, err, Tail(out.String()))
+		}
+		if t.Count != nil {
+			if m.Records, err = t.Count(out.String()); err != nil {
+				return m, fmt.Errorf("%s %s: %w\n%s", t.Name, role, err, Tail(out.String()))
+			}
 		}
 		fmt.Printf("  %-8s %-28s rep %d: %10.0f msg/s, wall %6.2f s, cpu %6.2f s\n", role, t.Name, rep, m.Rate, m.Wall, m.CPU)
 	}
@@ -413,3 +422,75 @@ func EachSize(o Options, compare func(size int) ([]Measurement, error)) error {
 	}
 	return err
 }
+
+// Brokerbench returns the brokerbench tool Build made in dir
+// ("brokerbench") and, with a baseline revision, the one BuildAt made
+// there ("brokerbench-baseline"), each running workload wl against
+// broker. With topic set, a run uses the existing topic it returns for
+// the name the comparison gives the run, and keeps it (--topic,
+// --keep-topics); with nil, brokerbench makes and deletes its own. rate
+// reads a run's results.
+func Brokerbench(dir, baseline, wl, broker string, topic func(name string) string, rate func(*results.Run) float64) []Tool {
+	tool := func(name, bin string) Tool {
+		out := filepath.Join(dir, bin+".json")
+		return Tool{Name: name, Cmd: func(run string, n int64) []string {
+			argv := []string{filepath.Join(dir, bin), "run", wl, "--broker", broker, "--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}
+			if topic != nil {
+				argv = append(argv, "--topic", topic(run), "--keep-topics")
+			}
+			return argv
+		}, Rate: func(string) (float64, error) {
+			r, err := results.Read(out)
+			if err != nil {
+				return 0, err
+			}
+			return rate(r), nil
+		}, Measured: BrokerbenchVerdicts}
+	}
+	tools := []Tool{tool("brokerbench", "brokerbench")}
+	if baseline != "" {
+		tools = append(tools, tool(BaselineTool(baseline), "brokerbench-baseline"))
+	}
+	return tools
+}
+
+// Peers are the names of the tools other than brokerbench.
+func Peers(tools []Tool) []string {
+	var p []string
+	for _, t := range tools {
+		if t.Name != "brokerbench" {
+			p = append(p, t.Name)
+		}
+	}
+	return p
+}
+
+// PublishRate is a brokerbench run's measured publish rate.
+func PublishRate(r *results.Run) float64 { return r.Measured.PublishRate }
+
+// ConsumeRate is a brokerbench run's measured consume rate.
+func ConsumeRate(r *results.Run) float64 { return r.Measured.ConsumeRate }
+
+// LastDeliveryRate is a brokerbench run's records over the time from the
+// start of producing to the end of the last interval with a delivery
+// (drain included), to a second's resolution: a consumer that falls
+// behind its producer lowers it.
+func LastDeliveryRate(r *results.Run) float64 {
+	var end float64
+	var consumed int64
+	for _, iv := range r.Intervals {
+		if iv.Consumed > 0 {
+			end = iv.EndSeconds
+		}
+		consumed += iv.Consumed
+	}
+	if end == 0 {
+		return 0
+	}
+	return float64(consumed) / end
+}
+
+// InFlight is the number of messages of size bytes brokerbench's runner
+// keeps awaiting their acknowledgement per producer (32 MiB / size, at
+// least 16 and at most 16,384), which a bare loop is given too.
+func InFlight(size int) int { return max(16, min(16384, (32<<20)/size)) }

@@ -48,22 +48,32 @@ func nsqdBinary(cacheDir string) string {
 }
 
 // Install builds the pinned nsqd release from the Go module proxy into
-// cacheDir, unless already there. It needs the Go toolchain. NSQ's
-// go.mod replaces a dependency, which 'go install module@version'
-// refuses, so the build goes through a module of its own that makes the
-// same replacement.
+// cacheDir, unless already there (Build).
 func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
 	bin := nsqdBinary(cacheDir)
 	if _, err := os.Stat(bin); err == nil {
 		return nil
 	}
+	logf("building nsqd %s from the Go module proxy into %s (about 20 s on first use)", Version, filepath.Dir(bin))
+	return Build(ctx, filepath.Dir(bin), "apps/nsqd")
+}
+
+// Build builds commands of the pinned NSQ release, packages of module
+// github.com/nsqio/nsq ("apps/nsqd", "bench/bench_writer"), from the Go
+// module proxy into dir. It needs the Go toolchain. NSQ's go.mod replaces
+// a dependency, which 'go install module@version' refuses, so the build
+// goes through a module of its own, made in a temporary directory beside
+// dir, that makes the same replacement.
+func Build(ctx context.Context, dir string, pkgs ...string) error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return fmt.Errorf("%w: the Go toolchain is needed to build nsqd %s from the Go module proxy: install Go, or put an nsqd %[2]s binary at %s",
-			local.ErrPrerequisite, Version, bin)
+		return fmt.Errorf("%w: the Go toolchain is needed to build NSQ %s from the Go module proxy: install Go, or put its %s binaries in %s",
+			local.ErrPrerequisite, Version, strings.Join(pkgs, ", "), dir)
 	}
-	logf("building nsqd %s from the Go module proxy into %s (about 20 s on first use)", Version, filepath.Dir(bin))
-	build, err := os.MkdirTemp(cacheDir, "nsq-build-")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	build, err := os.MkdirTemp(filepath.Dir(dir), "nsq-build-")
 	if err != nil {
 		return err
 	}
@@ -72,14 +82,16 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 		{"mod", "init", "brokerbench.local/nsqbuild"},
 		{"mod", "edit", "-replace", goSvc},
 		{"get", "github.com/nsqio/nsq@v" + Version},
-		{"install", "github.com/nsqio/nsq/apps/nsqd"},
+	}
+	for _, pkg := range pkgs {
+		steps = append(steps, []string{"install", "github.com/nsqio/nsq/" + pkg})
 	}
 	for _, args := range steps {
 		cmd := exec.CommandContext(ctx, goTool, args...)
 		cmd.Dir = build
-		cmd.Env = append(os.Environ(), "GOBIN="+filepath.Dir(bin), "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build nsqd %s: go %s: %w\n%s", Version, strings.Join(args, " "), err, local.LastLines(string(out), 20))
+			return fmt.Errorf("build NSQ %s: go %s: %w\n%s", Version, strings.Join(args, " "), err, local.LastLines(string(out), 20))
 		}
 	}
 	return nil
