@@ -124,7 +124,7 @@ func (e *env) tools(size int) []toolcompare.Tool {
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
 		}, Rate: toolcompare.KeyRate},
 	}
-	return append(tools, toolcompare.BrokerbenchTools(e.dir, wl, e.addr, e.baseline)...)
+	return append(tools, toolcompare.Brokerbench(e.dir, e.baseline, wl, e.addr, nil, toolcompare.PublishRate)...)
 }
 
 // workload writes brokerbench's side: one quorum queue, one producer and
@@ -160,7 +160,7 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("q-%d-%d-%d", size, rep, i) })
 	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: toolcompare.Peers(e.baseline, "rabbitmq PerfTest", "bare amqp091-go")})
+		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: toolcompare.Peers(tools)})
 	}
 	return ms, err
 }

@@ -296,41 +296,6 @@ func BuildBaseline(ctx context.Context, dir, rev string) error {
 	return BuildAt(ctx, dir, rev, "brokerbench-baseline")
 }
 
-// BrokerbenchTools returns the tools that run 'brokerbench run' on
-// workload wl with --broker broker: this tree's build, dir/brokerbench,
-// named "brokerbench", and when baseline is not "" the build of
-// BuildBaseline, named BaselineTool(baseline). Each writes its results
-// file in dir, and its rate is the measured publish rate read from it.
-func BrokerbenchTools(dir, wl, broker, baseline string) []Tool {
-	tool := func(name, bin string) Tool {
-		out := filepath.Join(dir, bin+".json")
-		return Tool{Name: name, Cmd: func(_ string, n int64) []string {
-			return []string{filepath.Join(dir, bin), "run", wl, "--broker", broker,
-				"--messages", strconv.FormatInt(n, 10), "--quiet", "-o", out}
-		}, Rate: func(string) (float64, error) {
-			r, err := results.Read(out)
-			if err != nil {
-				return 0, err
-			}
-			return r.Measured.PublishRate, nil
-		}, Measured: BrokerbenchVerdicts}
-	}
-	tools := []Tool{tool("brokerbench", "brokerbench")}
-	if baseline != "" {
-		tools = append(tools, tool(BaselineTool(baseline), "brokerbench-baseline"))
-	}
-	return tools
-}
-
-// Peers returns the peers brokerbench is compared with: those named,
-// and brokerbench at the baseline revision when there is one.
-func Peers(baseline string, names ...string) []string {
-	if baseline != "" {
-		names = append(names, BaselineTool(baseline))
-	}
-	return names
-}
-
 // CPUProfile starts writing a CPU profile of this process to path, for a
 // bare loop's -cpuprofile, to set beside 'brokerbench run --pprof'; stop
 // ends it. With path "" it does nothing.
