@@ -79,11 +79,8 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barenats", "./bench/barenats"}); err != nil {
 		return err
 	}
-	if o.Baseline != "" {
-		fmt.Printf("building brokerbench at %s\n", o.Baseline)
-		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
-			return err
-		}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
 	}
 	natscli, err := installNatscli(ctx, filepath.Join(local.DefaultCacheDir(), "natscli-"+natscliVersion))
 	if err != nil {

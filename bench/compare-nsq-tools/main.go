@@ -83,11 +83,8 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barensq", "./bench/barensq"}); err != nil {
 		return err
 	}
-	if o.Baseline != "" {
-		fmt.Printf("building brokerbench at %s\n", o.Baseline)
-		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
-			return err
-		}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
 	}
 	e := &env{dir: dir, tools: filepath.Join(local.DefaultCacheDir(), "nsq-bench-"+nsq.Version), baseline: o.Baseline}
 	if _, err := os.Stat(filepath.Join(e.tools, reader)); err != nil {

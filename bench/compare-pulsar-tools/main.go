@@ -88,11 +88,8 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barepulsar", "./bench/barepulsar"}); err != nil {
 		return err
 	}
-	if o.Baseline != "" {
-		fmt.Printf("building brokerbench at %s\n", o.Baseline)
-		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
-			return err
-		}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
 	}
 	perfLib, err := installPerf(ctx)
 	if err != nil {

@@ -52,11 +52,8 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
 		return err
 	}
-	if o.Baseline != "" {
-		fmt.Printf("building brokerbench at %s\n", o.Baseline)
-		if err := toolcompare.BuildAt(ctx, dir, o.Baseline, "brokerbench-baseline"); err != nil {
-			return err
-		}
+	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
+		return err
 	}
 	st, stopBroker, err := toolcompare.Up(ctx, redis.NewLocal(o.Port, 1), dir)
 	if err != nil {
