@@ -22,6 +22,8 @@ type broker struct {
 	local func(port int) *local.Cluster
 	// pointAt returns OMB's driver file pointed at the broker on addr.
 	pointAt func(text, addr string) (string, error)
+	// stored counts the messages the broker at addr holds.
+	stored func(ctx context.Context, addr string) (int64, error)
 	// clean deletes what the runs left on the broker at addr.
 	clean func(ctx context.Context, addr string) error
 }
@@ -29,7 +31,7 @@ type broker struct {
 // brokers are the brokers the comparison supports, by name.
 var brokers = map[string]broker{
 	"kafka": {name: "kafka", module: "driver-kafka", driverFile: "driver-kafka/kafka-throughput.yaml",
-		local: func(port int) *local.Cluster { return kafka.NewLocal(port, 1) }, pointAt: pointKafkaDriver, clean: cleanKafka},
+		local: func(port int) *local.Cluster { return kafka.NewLocal(port, 1) }, pointAt: pointKafkaDriver, stored: storedKafka, clean: cleanKafka},
 }
 
 var (
@@ -49,6 +51,36 @@ func pointKafkaDriver(text, addr string) (string, error) {
 	text = bootstrapLine.ReplaceAllString(text, "${1}"+addr)
 	text = replicationLine.ReplaceAllString(text, "${1}1")
 	return minISRLine.ReplaceAllString(text, "${1}1"), nil
+}
+
+// storedKafka counts the messages in every topic but Kafka's own: the
+// sum of their partitions' end offsets less their start offsets.
+func storedKafka(ctx context.Context, addr string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topics, err := adm.ListTopics(ctx)
+	if err != nil || len(topics) == 0 {
+		return 0, err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics.Names()...)
+	if err != nil {
+		return 0, fmt.Errorf("count the messages stored: %w", err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics.Names()...)
+	if err != nil {
+		return 0, fmt.Errorf("count the messages stored: %w", err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Err == nil && s.Err == nil {
+			n += o.Offset - s.Offset
+		}
+	})
+	return n, nil
 }
 
 // cleanKafka deletes every topic but Kafka's own.

@@ -15,13 +15,18 @@
 // alternating which goes first. Both run from the checkout's root, as OMB
 // does, so its payload files resolve for both.
 //
-// For each run it records the messages published in the measurement
-// (each tool's own result JSON: OMB's publishRate intervals, brokerbench's
-// acknowledged count), the publish rate, the client process's CPU seconds
-// (user+system, its rusage, the broker excluded) and its peak resident set,
-// and prints min / median / max over the repetitions with the ratios OMB /
-// brokerbench of CPU seconds per message and of memory, paired repetition
-// by repetition. OMB's JVM does not exit after writing its results: the
+// For each run it records the messages published in the measurement and
+// the publish rate, each from the tool's own result JSON (OMB's
+// publishRate intervals, brokerbench's acknowledged count); the messages
+// the broker holds after the run (every message the process published in
+// its life, counted the same way for both); the client process's CPU
+// seconds (user+system, its rusage, the broker excluded) and its peak
+// resident set. CPU per message is the process's CPU over the messages
+// the broker holds: OMB's intervals stretch beyond their 10 s on a busy
+// machine, and its result does not say by how much. It prints min /
+// median / max over the repetitions with the ratios OMB / brokerbench of
+// CPU seconds per message, of memory and of the publish rate, paired
+// repetition by repetition. OMB's JVM does not exit after writing its results: the
 // comparison reads the result JSON, then stops the JVM's process group by
 // PID and checks it is gone; its CPU and memory are the JVM's up to then.
 // OMB's JVM runs with bin/benchmark's settings, a fixed heap of 4 GiB by
@@ -136,7 +141,7 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("built OMB in %.0f s\n", time.Since(started).Seconds())
 	r := &runs{dir: dir, omb: omb, classpath: classpath, brokerbench: filepath.Join(dir, "brokerbench"), heap: o.heap}
-	var all []toolcompare.Measurement
+	var all []measurement
 	for _, b := range under {
 		ms, err := r.compare(ctx, b, o, workloads)
 		all = append(all, ms...)
@@ -148,7 +153,7 @@ func run(ctx context.Context, o options) error {
 }
 
 // write writes every measurement to out, if there is any.
-func write(out string, ms []toolcompare.Measurement) error {
+func write(out string, ms []measurement) error {
 	if len(ms) == 0 {
 		return nil
 	}

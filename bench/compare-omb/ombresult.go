@@ -15,8 +15,10 @@ const ombIntervalSeconds = 10
 // ombResult is what the comparison reads from OMB's TestResult JSON.
 type ombResult struct {
 	// Published is the number of messages acknowledged in the
-	// measurement: the rates times OMB's interval, to within OMB's
-	// timer slack (its intervals are 10 s plus the time to collect them).
+	// measurement, as far as OMB's result says: the rates times its 10 s
+	// interval. Each interval is 10 s plus the time OMB took to collect
+	// its figures, which a busy machine stretches by seconds (a one-minute
+	// run then has fewer than six), so this undercounts by that much.
 	Published int64
 	// Rate is the mean publish rate over the measurement's intervals.
 	Rate float64

@@ -26,6 +26,16 @@ const (
 // under two minutes, OMB's JVM start and topic creation included.
 const runTimeout = 20 * time.Minute
 
+// measurement is one run of one tool.
+type measurement struct {
+	toolcompare.Measurement
+	// Stored is the number of messages the broker held after the run:
+	// every message the tool's process published in its life, counted the
+	// same way for both tools (Records is the count in the tool's own
+	// result, of its measurement alone).
+	Stored int64 `json:"storedByBroker"`
+}
+
 // runs runs both tools against one broker at a time.
 type runs struct {
 	dir         string // temporary files
@@ -37,7 +47,7 @@ type runs struct {
 
 // compare starts b, runs every workload reps times with each tool on it,
 // prints each workload's figures, and stops b.
-func (r *runs) compare(ctx context.Context, b broker, o options, workloads []string) ([]toolcompare.Measurement, error) {
+func (r *runs) compare(ctx context.Context, b broker, o options, workloads []string) ([]measurement, error) {
 	st, stop, err := toolcompare.Up(ctx, b.local(o.port), r.dir)
 	if err != nil {
 		return nil, err
@@ -56,11 +66,11 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 		return nil, err
 	}
 	fmt.Printf("OMB's %s, pointed at %s: %s\n", b.driverFile, st.Address(), driver)
-	var all []toolcompare.Measurement
+	var all []measurement
 	for _, w := range workloads {
 		role := b.name + " " + strings.TrimSuffix(filepath.Base(w), filepath.Ext(w))
 		fmt.Printf("\n== %s (%d repetitions)\n", role, o.reps)
-		var ms []toolcompare.Measurement
+		var ms []measurement
 		for rep := range o.reps {
 			order := []string{toolOMB, toolBrokerbench}
 			if rep%2 == 1 {
@@ -69,6 +79,11 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 			for _, tool := range order {
 				m, err := r.measure(ctx, tool, role, rep, driver, w)
 				if err == nil {
+					m.Stored, err = b.stored(ctx, st.Address())
+				}
+				if err == nil {
+					fmt.Printf("  %-11s rep %d: %10d msgs in its result, %9.0f msg/s, %10d msgs stored by the broker, wall %5.1f s, cpu %6.2f s, max RSS %5.0f MiB\n",
+						tool, rep, m.Records, m.Rate, m.Stored, m.Wall, m.CPU, float64(m.MaxRSS)/(1<<20))
 					err = b.clean(ctx, st.Address())
 				}
 				if err != nil {
@@ -85,10 +100,10 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 
 // measure runs one tool once on workload with driver, from the OMB
 // checkout's root, and reads the messages it published from its result.
-func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, workload string) (toolcompare.Measurement, error) {
+func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, workload string) (measurement, error) {
 	out := filepath.Join(r.dir, fmt.Sprintf("result-%s-%d.json", strings.ToLower(tool), time.Now().UnixNano()))
 	log := filepath.Join(r.dir, "run.log")
-	m := toolcompare.Measurement{Tool: tool, Role: role, Rep: rep}
+	m := measurement{Measurement: toolcompare.Measurement{Tool: tool, Role: role, Rep: rep}}
 	var ps *os.ProcessState
 	var err error
 	switch tool {
@@ -123,8 +138,6 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 		return m, fmt.Errorf("%s on %s: %w\n%s", tool, role, err, toolcompare.Tail(string(tail)))
 	}
 	m.CPU, m.MaxRSS = toolcompare.Usage(ps)
-	fmt.Printf("  %-11s rep %d: %10d msgs, %9.0f msg/s, wall %5.1f s, cpu %6.2f s, max RSS %5.0f MiB\n",
-		tool, rep, m.Records, m.Rate, m.Wall, m.CPU, float64(m.MaxRSS)/(1<<20))
 	return m, nil
 }
 
