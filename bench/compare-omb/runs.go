@@ -120,7 +120,9 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 		ps, m.Wall, err = runChild(ctx, r.omb.dir, ombCommand(r.classpath, r.heap, driver, out, workload), log, finished)
 		m.Records, m.Rate, m.Size = res.Published, res.Rate, res.MessageSize
 	default:
-		argv := []string{r.brokerbench, "run", workload, "--driver", driver, "-o", out, "--no-history", "--quiet"}
+		// Its topics stay, as OMB's do, for the broker's count; clean
+		// deletes them.
+		argv := []string{r.brokerbench, "run", workload, "--driver", driver, "-o", out, "--no-history", "--quiet", "--keep-topics"}
 		ps, m.Wall, err = runChild(ctx, r.omb.dir, argv, log, nil)
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && slices.Contains(toolcompare.BrokerbenchVerdicts, exit.ExitCode()) {
