@@ -36,7 +36,7 @@
 // The default workloads (bench/workloads/omb-*.yaml) are a fixed 20,000
 // msg/s of 1 KB and OMB's max-rate convention with 100 B, each one minute
 // without warmup. With the defaults (3 repetitions) the whole comparison
-// takes about 20 minutes, the OMB build (1 to 2 minutes) included.
+// takes 15 to 20 minutes, the OMB build (1 to 3 minutes) included.
 //
 //	go run ./bench/compare-omb -omb ~/src/openmessaging-benchmark
 //	go run ./bench/compare-omb -omb ../omb -reps 1 -workload ../omb/workloads/1-topic-16-partitions-1kb.yaml
