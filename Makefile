@@ -151,6 +151,9 @@ fuzz:
 	$(GO) test ./internal/distributed -run '^$$' -fuzz '^FuzzDecodeAssignment$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/history -run '^$$' -fuzz '^FuzzFromOMB$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/capture -run '^$$' -fuzz '^FuzzObserve$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzParseOMBResult$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzReadPom$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzPointKafkaDriver$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

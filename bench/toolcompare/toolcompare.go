@@ -32,10 +32,11 @@ type Measurement struct {
 	Size    int     `json:"size"`
 	Records int64   `json:"records"`
 	Rep     int     `json:"rep"`
-	Rate    float64 `json:"rate"`       // msgs/s by the tool's own clock
-	Wall    float64 `json:"wall"`       // seconds, process start to exit
-	CPU     float64 `json:"cpu"`        // user+system seconds of the process
-	Startup float64 `json:"startupCpu"` // CPU seconds of a 1-record run
+	Rate    float64 `json:"rate"`                  // msgs/s by the tool's own clock
+	Wall    float64 `json:"wall"`                  // seconds, process start to exit
+	CPU     float64 `json:"cpu"`                   // user+system seconds of the process
+	Startup float64 `json:"startupCpu"`            // CPU seconds of a 1-record run
+	MaxRSS  int64   `json:"maxRssBytes,omitempty"` // the process's peak resident set
 }
 
 // Tool is one client under test: the command line for a topic (or queue)
@@ -75,8 +76,8 @@ func Run(ctx context.Context, t Tool, role string, size int, records int64, rep 
 	if err != nil && !(errors.As(err, &exit) && slices.Contains(t.Measured, exit.ExitCode())) {
 		return Measurement{}, fmt.Errorf("%s %s: %w\n%s", t.Name, role, err, Tail(out.String()))
 	}
-	m := Measurement{Tool: t.Name, Role: role, Size: size, Records: records, Rep: rep, Wall: wall,
-		CPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	m := Measurement{Tool: t.Name, Role: role, Size: size, Records: records, Rep: rep, Wall: wall}
+	m.CPU, m.MaxRSS = Usage(cmd.ProcessState)
 	if records > 1 {
 		if m.Rate, err = t.Rate(out.String()); err != nil {
 			return m, fmt.Errorf("%s %s: %w\n%s", t.Name, role, err, Tail(out.String()))
@@ -89,6 +90,17 @@ func Run(ctx context.Context, t Tool, role string, size int, records int64, rep 
 		fmt.Printf("  %-8s %-28s rep %d: %10.0f msg/s, wall %6.2f s, cpu %6.2f s\n", role, t.Name, rep, m.Rate, m.Wall, m.CPU)
 	}
 	return m, nil
+}
+
+// Usage is what a process that has been waited for cost: its user+system
+// CPU seconds and its peak resident set in bytes (its own, not its
+// children's: those are counted only if it waited for them).
+func Usage(ps *os.ProcessState) (cpu float64, maxRSS int64) {
+	cpu = (ps.UserTime() + ps.SystemTime()).Seconds()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = int64(ru.Maxrss) * 1024 // Linux reports KiB
+	}
+	return cpu, maxRSS
 }
 
 // Tail returns the last lines of a tool's output, for errors.
@@ -107,11 +119,13 @@ func KeyRate(out string) (float64, error) {
 	return 0, errors.New("no rate= in the output")
 }
 
-type spread struct{ min, med, max float64 }
+// Spread is the minimum, median and maximum of a figure over repetitions.
+type Spread struct{ Min, Med, Max float64 }
 
-func spreadOf(v []float64) spread {
+// SpreadOf returns the spread of v; zero for none.
+func SpreadOf(v []float64) Spread {
 	if len(v) == 0 {
-		return spread{}
+		return Spread{}
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -119,12 +133,14 @@ func spreadOf(v []float64) spread {
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return spread{s[0], med, s[len(s)-1]}
+	return Spread{s[0], med, s[len(s)-1]}
 }
 
-func (s spread) String() string { return fmt.Sprintf("%10.0f %10.0f %10.0f", s.min, s.med, s.max) }
+// String prints the spread as three whole numbers in columns.
+func (s Spread) String() string { return fmt.Sprintf("%10.0f %10.0f %10.0f", s.Min, s.Med, s.Max) }
 
-func (s spread) ratio() string { return fmt.Sprintf("%.2f (%.2f-%.2f)", s.med, s.min, s.max) }
+// Ratio prints the spread of a ratio: "median (min-max)".
+func (s Spread) Ratio() string { return fmt.Sprintf("%.2f (%.2f-%.2f)", s.Med, s.Min, s.Max) }
 
 // Side is one role of a comparison: its tools, and the peers brokerbench
 // is compared with (by tool name).
@@ -168,7 +184,7 @@ func Report(ms []Measurement, sides ...Side) {
 				for _, m := range by[t.Name] {
 					v = append(v, metric(m, which))
 				}
-				fmt.Printf(" %s", spreadOf(v))
+				fmt.Printf(" %s", SpreadOf(v))
 			}
 			fmt.Println()
 		}
@@ -177,7 +193,7 @@ func Report(ms []Measurement, sides ...Side) {
 			for i := range min(len(by[a]), len(by[b])) {
 				v = append(v, metric(by[a][i], which)/metric(by[b][i], which))
 			}
-			return spreadOf(v).ratio()
+			return SpreadOf(v).Ratio()
 		}
 		fmt.Println("  ratios, median (min-max):")
 		for _, peer := range side.Peers {
