@@ -451,7 +451,7 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 					return Status{}, fmt.Errorf("record the cluster in %s: %w", c.StateDir, err)
 				}
 			}
-			return st, c.waitReady(ctx, 60*time.Second)
+			return st, c.waitReady(ctx, c.startLimit())
 		}
 	}
 	if had {
@@ -592,7 +592,7 @@ func (c *Cluster) Attach(ctx context.Context) (Status, error) {
 	if !st.Running {
 		return st, fmt.Errorf("the %s cluster in %s is not running (%d of %d nodes run)", c.Kind.Name(), c.StateDir, st.NodesRunning(), len(st.Nodes))
 	}
-	return st, c.waitReady(ctx, 60*time.Second)
+	return st, c.waitReady(ctx, c.startLimit())
 }
 
 // stopLeftovers stops the running nodes of a previous layout.
@@ -703,10 +703,13 @@ var progressEvery = 5 * time.Second
 // context.
 const attemptLimit = 5 * time.Second
 
-// startLimit bounds the wait for a cluster's nodes, just started, to be
-// ready: 2 minutes, and one more for each node beyond the first. A 3-node
-// Pulsar cluster (4 JVMs) took 1m51s on 2 cores other work kept busy;
-// a node that stops ends the wait at once, however long its limit.
+// startLimit bounds the wait for a cluster's nodes to be ready, once
+// started or found running (perhaps just started again): 2 minutes, and
+// one more for each node beyond the first. A 3-node Pulsar cluster (4
+// JVMs) took 1m51s to start on 2 cores other work kept busy, and a broker
+// of it killed and started again was not ready within a minute at a load
+// average of 37; a node that stops ends the wait at once, however long
+// its limit.
 func (c *Cluster) startLimit() time.Duration {
 	return time.Duration(1+max(len(c.nodes), 1)) * time.Minute
 }
