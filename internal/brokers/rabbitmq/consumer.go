@@ -194,7 +194,12 @@ func (c *consumer) take(deliveries <-chan amqp.Delivery, lane int32) {
 		c.Wait(c.stop)
 		select {
 		case <-c.stop:
-			return // unacknowledged: the broker delivers it again
+			// This one unacknowledged (the broker delivers it again); the
+			// ones taken before it acknowledged.
+			if unacked > 0 {
+				ack()
+			}
+			return
 		default:
 		}
 		c.mu.Lock()

@@ -90,9 +90,12 @@ func TestTakeAcknowledges(t *testing.T) {
 			t.Fatalf("at the next tick, acks %v; want [50 100 120 170 175]", got)
 		}
 
-		// Close acknowledges what was taken and not yet acknowledged.
+		// Close acknowledges what was taken and not yet acknowledged,
+		// also when it finds a delivery waiting: that one is left to the
+		// broker to deliver again.
 		send(176, 180)
 		synctest.Wait()
+		send(181, 181)
 		close(c.stop)
 		<-done
 		if got := ack.acked(); got[len(got)-1] != 180 {
