@@ -2,15 +2,20 @@
 # make studies-ci: runs built-in studies at smoke scale, each lane of
 # studies one after another and the lanes side by side.
 #
-#   hack/studies-ci.sh "broker-comparison kafka-security" "resilience kafka-versions"
+#   hack/studies-ci.sh "resilience kafka-versions" "broker-comparison kafka-security"
 #
-# Each lane runs in a network namespace of its own (a private loopback,
-# so two studies' local clusters never meet on a port) with a state
-# directory of its own under $STUDIES_STATE. Where a network namespace
-# cannot be made (not root, no unshare), the lanes run one after another
-# on the machine's loopback instead. A study fails its lane at its first
-# failed run; the script exits with the first failing lane's status, after
-# every lane ended. Each lane's output is printed when it ends.
+# The first lane runs on the machine's own network, so its studies may
+# download broker releases not yet in the cache (kafka-versions does);
+# each other lane runs in a network namespace of its own, a private
+# loopback without any other network, so its studies' local clusters
+# never meet another lane's on a port and their brokers must already be in
+# the cache (make test installs every kind's pinned release). Each lane
+# has a state directory of its own under $STUDIES_STATE. Where a network
+# namespace cannot be made (not root, no unshare), the lanes run one after
+# another instead. A study fails its lane at its first failed run; the
+# script exits with the first failing lane's status, after every lane
+# ended. Each lane's output is printed when it ends; Ctrl-C or SIGTERM
+# interrupts every lane's study, which stops the clusters it started.
 set -u
 bin=${BIN:-bin/brokerbench}
 state=${STUDIES_STATE:?STUDIES_STATE must name the state directory of the studies}
@@ -42,10 +47,29 @@ export -f lane
 i=0
 for l in "$@"; do
   i=$((i + 1))
-  # shellcheck disable=SC2016 # expanded by the lane's shell
-  BROKERBENCH_STATE=$state/lane-$i bin=$bin unshare -n bash -c 'ip link set lo up && lane $0' "$l" >"$logs/$i" 2>&1 &
+  if [ "$i" -eq 1 ]; then
+    # shellcheck disable=SC2016 # expanded by the lane's shell
+    BROKERBENCH_STATE=$state/lane-$i bin=$bin bash -c 'lane $0' "$l" >"$logs/$i" 2>&1 &
+  else
+    # shellcheck disable=SC2016 # expanded by the lane's shell
+    BROKERBENCH_STATE=$state/lane-$i bin=$bin unshare -n bash -c 'ip link set lo up && lane $0' "$l" >"$logs/$i" 2>&1 &
+  fi
   pids+=($!)
 done
+
+# interrupt asks every lane's study to stop (SIGTERM, which brokerbench
+# takes as Ctrl-C: it writes its partial results and stops the clusters
+# it started), then waits for the lanes.
+interrupt() {
+  for p in "${pids[@]}"; do
+    pkill -TERM -P "$p" 2>/dev/null
+  done
+  wait
+  rm -rf "$logs"
+  exit 130
+}
+trap interrupt INT TERM
+
 status=0
 i=0
 for p in "${pids[@]}"; do
