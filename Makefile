@@ -75,20 +75,19 @@ lint:
 # The full suite: unit tests, fuzz seed corpora, and integration tests
 # against real brokers the tests start themselves. The others run first,
 # in parallel; then the packages whose tests start brokers (they import
-# internal/testbroker), BROKER_TEST_PACKAGES at a time (default 3), the
+# internal/testbroker), BROKER_TEST_PACKAGES at a time (default 2), the
 # longest (cli) first. Each package's brokers have ports of their own, and
-# every test accepts what a busy machine gives, so the packages share the
-# cores as they would share them with a user's other work (their tests
-# wait on runs of fixed length more than they compute; all passed at a
-# load average of 14 to 19 on 2 cores); installs of one broker kind take
-# turns (a lock in the cache).
+# every test accepts what a busy machine gives, so two packages share the
+# cores as they would share them with a user's other work (three at a
+# time, beside other work, left RabbitMQ's client timing out); installs
+# of one broker kind take turns (a lock in the cache).
 # The RocketMQ Go client (rocketmq-clients v5.1.2, the only one served)
 # races with itself (the proxy's settings are applied while calls read
 # them), so its conformance tests skip under -race and run again without.
 PKGS_CLIENT_RACES = ./internal/brokers/rocketmq
 PKGS_WITH_BROKERS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/internal\/testbroker( |$$)/ {print $$1}')
 PKGS_WITHOUT_BROKERS = $(filter-out $(PKGS_WITH_BROKERS),$(shell $(GO) list ./...))
-BROKER_TEST_PACKAGES ?= 3
+BROKER_TEST_PACKAGES ?= 2
 
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS_WITHOUT_BROKERS)
