@@ -113,7 +113,8 @@ func Execute(ctx context.Context, s *workload.Study, runs []Run, opts Options) (
 		e := Entry{Key: r.Key, Workload: r.Workload.Name, Setup: r.Setup.Name, Params: r.Params, Iteration: r.Iteration}
 		rel := filepath.Join("runs", r.Key+".json")
 		path := filepath.Join(opts.Dir, rel)
-		prefix := fmt.Sprintf("[%d/%d] %s:", i+1, len(runs), r.Key)
+		// Numbered as in the plan (study --list), not in the order made.
+		prefix := fmt.Sprintf("[%d/%d] %s:", at+1, len(runs), r.Key)
 		switch prev, err := results.Read(path); {
 		case r.Skip != "":
 			e.Status, e.Reason = Skipped, r.Skip
