@@ -121,26 +121,7 @@ func TestOtherProcessesAndSteal(t *testing.T) {
 	// sample's interval is the 2 s set, however slow the machine.
 	synctest.Test(t, func(t *testing.T) {
 		root := t.TempDir()
-		proc := filepath.Join(root, "proc")
-		write := func(rel, text string) {
-			t.Helper()
-			p := filepath.Join(proc, rel)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		link := func(pid, target string) {
-			t.Helper()
-			if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(target, filepath.Join(proc, pid, "exe")); err != nil {
-				t.Fatal(err)
-			}
-		}
+		proc, write, link := procFiles(t, root)
 		stat := func(pid, ppid int, ticks uint64) string {
 			return fmt.Sprintf("%d (x) S %d 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 100 1000 10 0 0\n", pid, ppid, ticks)
 		}
@@ -190,23 +171,7 @@ func TestOtherProcessesAndSteal(t *testing.T) {
 // where it does not.
 func TestHelpersAreTheClientsChildren(t *testing.T) {
 	root := t.TempDir()
-	proc := filepath.Join(root, "proc")
-	write := func(rel, text string) {
-		t.Helper()
-		p := filepath.Join(proc, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(pid, exe string) {
-		t.Helper()
-		if err := os.Symlink(exe, filepath.Join(proc, pid, "exe")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	proc, write, link := procFiles(t, root)
 	stat := func(pid, ppid string, ticks int) string {
 		return fmt.Sprintf("%s (bb) S %s 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 5 0 100 1000 10 0 0\n", pid, ppid, ticks)
 	}
@@ -230,4 +195,30 @@ func TestHelpersAreTheClientsChildren(t *testing.T) {
 	if got := s.readHelpers(); len(got) != 1 || got[43] != 7 {
 		t.Errorf("helpers from children lists = %v, want 43:7 alone", got)
 	}
+}
+
+// procFiles is a /proc of files under root: write puts text in the file
+// rel under it, link makes a process's exe link point at target.
+func procFiles(t *testing.T, root string) (proc string, write func(rel, text string), link func(pid, target string)) {
+	proc = filepath.Join(root, "proc")
+	write = func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(proc, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link = func(pid, target string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(proc, pid, "exe")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return proc, write, link
 }
