@@ -99,8 +99,8 @@ func Check(name string, n Need) error {
 	}
 	for _, f := range w.Faults {
 		if m.NoLeader != "" && (f.Node == workload.NodeLeader || f.Node == workload.NodeController) {
-			errs = append(errs, missing(CapLeader, fmt.Sprintf("faults (line %d)", f.Line),
-				"the fault aims at the %s, and %s", f.Node, m.NoLeader))
+			errs = append(errs, &UnsupportedError{Broker: name, Capability: CapLeader, File: fmt.Sprintf("%s:%d", w.Source, f.Line), Field: "faults",
+				Msg: fmt.Sprintf("the fault aims at the %s, and %s", f.Node, m.NoLeader)})
 		}
 	}
 	if n.Driver != nil {

@@ -100,8 +100,8 @@ func TestCheckLeaderFaults(t *testing.T) {
 	w := &workload.Workload{Source: "w.yaml", Topics: 1, ProducersPerTopic: 1,
 		Faults: []workload.Fault{{Action: workload.FaultKill, Node: workload.NodeLeader, Line: 7}, {Action: workload.FaultPause, Node: workload.NodeController, Line: 8}}}
 	err := Check("test-queue", Need{Workload: w})
-	for _, want := range []string{"w.yaml: faults (line 7): ", "aims at the leader, and its nodes share nothing",
-		"w.yaml: faults (line 8): ", "aims at the controller, and its nodes share nothing"} {
+	for _, want := range []string{"w.yaml:7: faults: ", "aims at the leader, and its nodes share nothing",
+		"w.yaml:8: faults: ", "aims at the controller, and its nodes share nothing"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
