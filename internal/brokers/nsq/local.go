@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -293,14 +294,25 @@ func lookupdNodes(ctx context.Context, hc *http.Client, addr string) (map[string
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("nsqlookupd at %s /nodes: %s", addr, resp.Status)
 	}
+	known, err := parseLookupdNodes(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("nsqlookupd at %s /nodes: %w", addr, err)
+	}
+	return known, nil
+}
+
+// parseLookupdNodes reads nsqlookupd's answer to /nodes: the TCP
+// addresses (broadcast address and TCP port) of the nsqd nodes it
+// lists.
+func parseLookupdNodes(r io.Reader) (map[string]bool, error) {
 	var nodes struct {
 		Producers []struct {
 			BroadcastAddress string `json:"broadcast_address"`
 			TCPPort          int    `json:"tcp_port"`
 		} `json:"producers"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
-		return nil, fmt.Errorf("nsqlookupd at %s /nodes: %w", addr, err)
+	if err := json.NewDecoder(r).Decode(&nodes); err != nil {
+		return nil, err
 	}
 	known := map[string]bool{}
 	for _, p := range nodes.Producers {

@@ -104,3 +104,47 @@ func TestLocalCluster(t *testing.T) {
 		t.Errorf("a driver given the cluster's endpoints: %+v, %v", cfg, err)
 	}
 }
+
+// TestParseLookupdNodes: nsqlookupd's /nodes gives each nsqd's address
+// for clients and TCP port, which Ready compares with the nodes'.
+func TestParseLookupdNodes(t *testing.T) {
+	known, err := parseLookupdNodes(strings.NewReader(`{"producers":[{"remote_address":"127.0.1.1:50000","hostname":"h","broadcast_address":"127.0.1.1",` +
+		`"tcp_port":4150,"http_port":41151,"version":"1.3.0","tombstones":[false],"topics":["t"]},{"broadcast_address":"127.0.1.2","tcp_port":4150}]}`))
+	if err != nil || len(known) != 2 || !known["127.0.1.1:4150"] || !known["127.0.1.2:4150"] {
+		t.Errorf("known %v, %v", known, err)
+	}
+	if _, err := parseLookupdNodes(strings.NewReader("<html>")); err == nil {
+		t.Error("an answer that is not JSON is read without an error")
+	}
+}
+
+func FuzzParseLookupdNodes(f *testing.F) {
+	f.Add(`{"producers":[{"broadcast_address":"127.0.1.1","tcp_port":4150}]}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		known, err := parseLookupdNodes(strings.NewReader(text))
+		if err == nil && known == nil {
+			t.Error("no error and a nil map")
+		}
+	})
+}
+
+// FuzzParseEndpoints: whatever addresses the driver is given, it takes
+// at least one nsqd and at most one nsqlookupd, unmarked, or refuses.
+func FuzzParseEndpoints(f *testing.F) {
+	f.Add("127.0.1.1:4151,127.0.1.2:4151,nsqlookupd://127.0.2.1:4161")
+	f.Add("nsqlookupd://a:1,nsqlookupd://b:1")
+	f.Fuzz(func(t *testing.T, list string) {
+		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","))
+		if err != nil {
+			return
+		}
+		if len(cfg.nsqds) == 0 || strings.HasPrefix(cfg.lookupd, lookupdScheme) {
+			t.Errorf("endpoints %q taken as nsqd %q and nsqlookupd %q", list, cfg.nsqds, cfg.lookupd)
+		}
+		for _, a := range cfg.nsqds {
+			if strings.HasPrefix(a, lookupdScheme) {
+				t.Errorf("endpoints %q: nsqlookupd taken as an nsqd, %q", list, a)
+			}
+		}
+	})
+}
