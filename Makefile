@@ -137,6 +137,8 @@ fuzz:
 	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseServerURI$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseSys$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseLookupdNodes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/redis -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/pulsar -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
