@@ -128,6 +128,7 @@ fuzz:
 	$(GO) test ./internal/report -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/results -run '^$$' -fuzz '^FuzzReadJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/metrics -run '^$$' -fuzz '^FuzzCountsIndex$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/metrics -run '^$$' -fuzz '^FuzzCountsEncode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/secret -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseTrustStore$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run '^$$' -fuzz '^FuzzParseKeyStore$$' -fuzztime $(FUZZTIME)
