@@ -1,4 +1,4 @@
-package artemis
+package amqp10
 
 import (
 	"context"
@@ -10,19 +10,13 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 )
 
-// NewConsumer implements driver.Driver: a receiver link, on a connection
-// of its own, to the subscription's queue, which its first consumer
-// creates. A queue receives the messages routed to the address after it
-// exists (Artemis cannot replay), and the runner subscribes before it
-// produces: StartEarliest and StartNew are the same here.
-func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
-	if err := checkName("subscription", spec.Subscription); err != nil {
-		return nil, err
-	}
-	if err := d.createQueue(ctx, spec.Topic, spec.Subscription); err != nil {
-		return nil, err
-	}
-	conn, err := d.dial(ctx)
+// NewConsumer returns a consumer receiving from link on a connection of
+// its own, with credit messages the broker may send ahead of the
+// consumer's acceptances. Each message is accepted after consume
+// returned (at least once). The link's source keeps each producer's
+// messages in order for the consumer: every delivery is lane 0.
+func NewConsumer(ctx context.Context, b *Broker, link Link, credit int, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	conn, err := b.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -31,22 +25,20 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		conn.Close()
 		return nil, fmt.Errorf("AMQP session: %w", err)
 	}
-	// The queue's fully qualified name; the "topic" capability has a
-	// broker that creates queues on demand make a multicast one.
-	source := spec.Topic + "::" + queueName(spec.Topic, spec.Subscription)
-	r, err := sess.NewReceiver(ctx, source, &amqp.ReceiverOptions{Credit: int32(d.cfg.credit), SourceCapabilities: []string{"topic"},
+	r, err := sess.NewReceiver(ctx, link.Address, &amqp.ReceiverOptions{Credit: int32(credit), SourceCapabilities: link.Capabilities,
 		SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("open a receiver on %q: %w", source, err)
+		return nil, fmt.Errorf("open a receiver on %q: %w", link.Address, err)
 	}
 	c := &consumer{conn: conn, r: r, consume: consume, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.receive()
 	return c, nil
 }
 
-// consumer receives one queue's messages on one receiver link, handled by
-// one goroutine.
+var _ driver.Pauser = (*consumer)(nil)
+
+// consumer receives on one receiver link, handled by one goroutine.
 type consumer struct {
 	conn    *amqp.Conn
 	r       *amqp.Receiver
@@ -85,8 +77,8 @@ func (c *consumer) receive() {
 	}
 }
 
-// Ready implements driver.Consumer: the queue exists and the link is
-// attached once NewConsumer returns.
+// Ready implements driver.Consumer: the link is attached once
+// NewConsumer returns.
 func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
 
 // Pause implements driver.Pauser: the consumer takes no more messages;
