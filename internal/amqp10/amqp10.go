@@ -74,6 +74,9 @@ func (b *Broker) Connect(ctx context.Context) (*amqp.Conn, error) {
 		if advice := driver.TLSAdvice(err); advice != "" {
 			return nil, driver.Refused(fmt.Errorf("AMQP broker at %s: %w: %s", b.Addr, err, advice))
 		}
+		if otherProtocol.MatchString(err.Error()) {
+			return nil, fmt.Errorf("AMQP broker at %s: %w: %w", b.Addr, ErrOtherProtocol, err)
+		}
 		return nil, fmt.Errorf("AMQP broker at %s: %w", b.Addr, err)
 	}
 	return conn, nil
@@ -86,3 +89,12 @@ func isSASLFailure(err error) bool {
 }
 
 var saslFailure = regexp.MustCompile(`(?i)sasl|authenticat`)
+
+// ErrOtherProtocol is wrapped by the error of a connection whose server
+// answered AMQP 1.0's protocol header with another protocol's (AMQP
+// 0-9-1's, for one): a server that does not speak AMQP 1.0 there.
+var ErrOtherProtocol = errors.New("the server does not speak AMQP 1.0 on this port")
+
+// otherProtocol matches go-amqp's report of a protocol header that is not
+// AMQP 1.0's.
+var otherProtocol = regexp.MustCompile(`unexpected protocol`)

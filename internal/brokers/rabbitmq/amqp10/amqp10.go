@@ -128,7 +128,17 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	target := d.cfg.format.exchange(spec.Topic, routingKey)
-	return client.NewProducer(ctx, d.node(), client.Link{Address: target}, d.topology.Persistent(), spec.MaxInFlight, ack)
+	p, err := client.NewProducer(ctx, d.node(), client.Link{Address: target}, d.topology.Persistent(), spec.MaxInFlight, ack)
+	return p, pluginAdvice(err)
+}
+
+// pluginAdvice adds to the error of a node that answered in AMQP 0-9-1
+// what to enable.
+func pluginAdvice(err error) error {
+	if errors.Is(err, client.ErrOtherProtocol) {
+		return fmt.Errorf("%w: RabbitMQ 3 serves AMQP 1.0 with its plugin: rabbitmq-plugins enable rabbitmq_amqp1_0 (a local RabbitMQ started before brokerbench enabled it: local up rabbitmq --replace)", err)
+	}
+	return err
 }
 
 // routingKey is the routing key of a topic's one partition, as the AMQP
@@ -152,7 +162,8 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := onePartition(spec.Topic, len(queues)); err != nil {
 		return nil, err
 	}
-	return client.NewConsumer(ctx, d.node(), client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
+	c, err := client.NewConsumer(ctx, d.node(), client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
+	return c, pluginAdvice(err)
 }
 
 // Reread implements driver.Rereader: the AMQP 0-9-1 driver's, which
