@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync/atomic"
 
 	client "github.com/brokerbench/brokerbench/internal/amqp10"
@@ -64,7 +65,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 		d.nodes = append(d.nodes, &client.Broker{Addr: n.Addr, TLS: n.TLS, Username: n.Username, Password: n.Password,
 			External: n.External, HostName: "vhost:" + n.Vhost, Dial: opts.Dial})
 	}
-	cfg.effective["common"] = append(topology.EffectiveConfig()["common"], cfg.effective["common"]...).Effective()
+	cfg.effective["common"] = slices.Concat(topology.EffectiveConfig()["common"], cfg.effective["common"]).Effective()
 	return d, nil
 }
 
