@@ -1,5 +1,6 @@
 // Package artemis is brokerbench's ActiveMQ Artemis: its driver, over
-// AMQP 1.0 on go-amqp; the local broker brokerbench starts (Kind); and
+// AMQP 1.0 on the client side the AMQP 1.0 drivers share (package
+// amqp10, on go-amqp); the local broker brokerbench starts (Kind); and
 // the module that registers them (module.go).
 //
 // A topic is an Artemis address with multicast routing, without
