@@ -25,13 +25,21 @@ func NewConsumer(ctx context.Context, b *Broker, link Link, credit int, consume 
 		conn.Close()
 		return nil, fmt.Errorf("AMQP session: %w", err)
 	}
-	r, err := sess.NewReceiver(ctx, link.Address, &amqp.ReceiverOptions{Credit: int32(credit), SourceCapabilities: link.Capabilities,
+	// Credit is managed here (-1), not by go-amqp: go-amqp tops it up
+	// when the messages settled reach the credit left, which never
+	// happens again once a broker sent more than it was granted (RabbitMQ
+	// 3's AMQP 1.0 plugin does, now and then) and the credit left, an
+	// unsigned count, wrapped around; the link then stalls.
+	r, err := sess.NewReceiver(ctx, link.Address, &amqp.ReceiverOptions{Credit: -1, SourceCapabilities: link.Capabilities,
 		SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
+	if err == nil {
+		err = r.IssueCredit(uint32(credit))
+	}
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open a receiver on %q: %w", link.Address, err)
 	}
-	c := &consumer{conn: conn, r: r, consume: consume, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &consumer{conn: conn, r: r, consume: consume, topUp: max(1, credit/2), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.receive()
 	return c, nil
 }
@@ -43,6 +51,8 @@ type consumer struct {
 	conn    *amqp.Conn
 	r       *amqp.Receiver
 	consume driver.ConsumeFunc
+	// topUp is how many acceptances give the broker as much credit back.
+	topUp   int
 	gate    driver.PauseGate
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when receive returns
@@ -59,7 +69,10 @@ func (c *consumer) receive() {
 		<-c.stop
 		cancel()
 	}()
-	var d driver.Delivery
+	var (
+		d        driver.Delivery
+		accepted int // since credit was last given back
+	)
 	for {
 		c.gate.Wait(c.stop)
 		msg, err := c.r.Receive(ctx, nil)
@@ -73,6 +86,14 @@ func (c *consumer) receive() {
 		// again.
 		if err := c.r.AcceptMessage(context.Background(), msg); err != nil {
 			return
+		}
+		// The credit given back is the messages accepted: the broker
+		// never has more than the link's credit unaccepted or on its way.
+		if accepted++; accepted == c.topUp {
+			if err := c.r.IssueCredit(uint32(accepted)); err != nil {
+				return
+			}
+			accepted = 0
 		}
 	}
 }
