@@ -1,5 +1,6 @@
 // Package artemis is brokerbench's ActiveMQ Artemis: its driver, over
-// AMQP 1.0 on go-amqp; the local broker brokerbench starts (Kind); and
+// AMQP 1.0 on the client side the AMQP 1.0 drivers share (package
+// amqp10, on go-amqp); the local broker brokerbench starts (Kind); and
 // the module that registers them (module.go).
 //
 // A topic is an Artemis address with multicast routing, without
@@ -26,12 +27,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"sync"
 
 	"github.com/Azure/go-amqp"
 
+	"github.com/brokerbench/brokerbench/internal/amqp10"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -46,10 +47,7 @@ type Driver struct {
 	mgmt  *management // nil until first used, or without a management address
 }
 
-var (
-	_ driver.WrittenCounter = (*Driver)(nil)
-	_ driver.Pauser         = (*consumer)(nil)
-)
+var _ driver.WrittenCounter = (*Driver)(nil)
 
 // New validates dc; connections are made on first use. Without a
 // management address the driver neither counts written messages nor
@@ -70,45 +68,36 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 // driver.Rereader, which need the management address.
 type uncounted struct{ driver.Driver }
 
-// dial opens an AMQP connection to the broker, over TLS when
-// configured, authenticated with SASL PLAIN when a user is given and
-// SASL ANONYMOUS otherwise.
-func (d *Driver) dial(ctx context.Context) (*amqp.Conn, error) {
-	dial := d.opts.Dial
-	if d.cfg.tls != nil {
-		dial = driver.DialTLS(dial, d.cfg.tls)
-	}
-	nc, err := dial(ctx, "tcp", d.cfg.addr)
-	if err != nil {
-		return nil, fmt.Errorf("AMQP broker at %s: %w (is it running, and is url its AMQP acceptor?)", d.cfg.addr, err)
-	}
-	host, _, _ := net.SplitHostPort(d.cfg.addr)
-	o := &amqp.ConnOptions{HostName: host, SASLType: amqp.SASLTypeAnonymous()}
-	if d.cfg.username != "" {
-		o.SASLType = amqp.SASLTypePlain(d.cfg.username, d.cfg.password)
-	}
-	conn, err := amqp.NewConn(ctx, nc, o)
-	if err != nil {
-		nc.Close()
-		var ae *amqp.Error
-		if errors.As(err, &ae) && ae.Condition == "amqp:unauthorized-access" || isSASLFailure(err) {
-			return nil, driver.Refused(fmt.Errorf("AMQP broker at %s: %w: check username and password", d.cfg.addr, err))
-		}
-		if advice := driver.TLSAdvice(err); advice != "" {
-			return nil, driver.Refused(fmt.Errorf("AMQP broker at %s: %w: %s", d.cfg.addr, err, advice))
-		}
-		return nil, fmt.Errorf("AMQP broker at %s: %w", d.cfg.addr, err)
-	}
-	return conn, nil
+// broker is where the driver connects and how it logs in.
+func (d *Driver) broker() *amqp10.Broker {
+	return &amqp10.Broker{Addr: d.cfg.addr, TLS: d.cfg.tls, Username: d.cfg.username, Password: d.cfg.password, Dial: d.opts.Dial}
 }
 
-// isSASLFailure reports whether err is go-amqp's report of a failed SASL
-// exchange (it has no error type of its own for it).
-func isSASLFailure(err error) bool {
-	return saslFailure.MatchString(err.Error())
+// NewProducer implements driver.Driver: a sender link to the topic's
+// address on a connection of its own, whose messages the broker settles
+// once it accepted them. The "topic" capability has a broker that
+// creates addresses on demand make a multicast one.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	return amqp10.NewProducer(ctx, d.broker(), amqp10.Link{Address: spec.Topic, Capabilities: []string{"topic"}}, d.cfg.durable, spec.MaxInFlight, ack)
 }
 
-var saslFailure = regexp.MustCompile(`(?i)sasl|authenticat`)
+// NewConsumer implements driver.Driver: a receiver link, on a connection
+// of its own, to the subscription's queue, which its first consumer
+// creates. A queue receives the messages routed to the address after it
+// exists (Artemis cannot replay), and the runner subscribes before it
+// produces: StartEarliest and StartNew are the same here.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if err := checkName("subscription", spec.Subscription); err != nil {
+		return nil, err
+	}
+	if err := d.createQueue(ctx, spec.Topic, spec.Subscription); err != nil {
+		return nil, err
+	}
+	// The queue's fully qualified name; the "topic" capability has a
+	// broker that creates queues on demand make a multicast one.
+	source := spec.Topic + "::" + queueName(spec.Topic, spec.Subscription)
+	return amqp10.NewConsumer(ctx, d.broker(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, d.cfg.credit, consume)
+}
 
 // adminConn returns the connection of management requests, and their
 // link when the driver has a management address.
@@ -116,7 +105,7 @@ func (d *Driver) adminConn(ctx context.Context) (*amqp.Conn, *management, error)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.admin == nil {
-		conn, err := d.dial(ctx)
+		conn, err := d.broker().Connect(ctx)
 		if err != nil {
 			return nil, nil, err
 		}

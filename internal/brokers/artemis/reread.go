@@ -33,7 +33,7 @@ func (d *Driver) Reread(ctx context.Context, topic, subscription string, found f
 	if count == 0 {
 		return nil
 	}
-	conn, err := d.dial(ctx)
+	conn, err := d.broker().Connect(ctx)
 	if err != nil {
 		return fmt.Errorf("re-read queue %s: %w", q, err)
 	}

@@ -1,4 +1,4 @@
-package artemis
+package amqp10
 
 import (
 	"context"
@@ -12,11 +12,21 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 )
 
-// NewProducer implements driver.Driver: a sender link to the topic's
-// address on a connection of its own, whose messages the broker settles
-// once it accepted them.
-func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	conn, err := d.dial(ctx)
+// Link is where a producer sends or a consumer receives: the address of
+// its link's target or source, and the capabilities the link asks it
+// for ("topic": a broker that creates addresses on demand makes a
+// multicast one).
+type Link struct {
+	Address      string
+	Capabilities []string
+}
+
+// NewProducer returns a producer sending to link on a connection of its
+// own, whose messages the broker settles once it accepted them: durable
+// says the broker must persist them first (AMQP's header durable).
+// maxInFlight bounds the messages sent and not yet acknowledged.
+func NewProducer(ctx context.Context, b *Broker, link Link, durable bool, maxInFlight int, ack driver.AckFunc) (driver.Producer, error) {
+	conn, err := b.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -25,20 +35,18 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		conn.Close()
 		return nil, fmt.Errorf("AMQP session: %w", err)
 	}
-	// The "topic" capability has a broker that creates addresses on
-	// demand make a multicast one.
-	sender, err := sess.NewSender(ctx, spec.Topic, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: []string{"topic"}})
+	sender, err := sess.NewSender(ctx, link.Address, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: link.Capabilities})
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("open a sender to topic %q: %w", spec.Topic, err)
+		return nil, fmt.Errorf("open a sender to %q: %w", link.Address, err)
 	}
-	p := &producer{conn: conn, sender: sender, ack: ack, durable: d.cfg.durable,
-		sent: make(chan sent, max(1, spec.MaxInFlight)), acked: make(chan struct{})}
+	p := &producer{conn: conn, sender: sender, ack: ack, durable: durable,
+		sent: make(chan sent, max(1, maxInFlight)), acked: make(chan struct{})}
 	go p.acknowledge()
 	return p, nil
 }
 
-// producer sends to one topic over one sender link. Send is called by
+// producer sends over one sender link. Send is called by
 // one goroutine at a time; one goroutine of its own waits for the
 // broker's settlements, in the order of the sends, and calls the
 // AckFunc.
