@@ -626,7 +626,9 @@ func (c *Cluster) stopForked(nodes []*Node) error {
 // that expect it there), else chosen free by the system. A cluster started
 // again with its data keeps the ports it recorded where they are still
 // free, as its data may name them (a Pulsar bookie's identity is its
-// address). The client port of a node that is taken by another process is
+// address). A listener the node binds on every address (Node.EveryAddress)
+// gets a port free on every address, used by no other listener of the
+// cluster. The client port of a node that is taken by another process is
 // an error: brokers must be reachable where the user expects.
 func (c *Cluster) plan(prev record, fresh bool) error {
 	recorded := map[int]map[string]int{}
@@ -647,7 +649,9 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		c.proxy = c.linkProxyNode()
 		planned = append(slices.Clip(planned), c.proxy)
 	}
-	taken := map[string]map[int]bool{}
+	// taken holds the ports handed out on each host ("": every address,
+	// see Node.EveryAddress); anywhere all of them.
+	taken, anywhere := map[string]map[int]bool{"": {}}, map[int]bool{}
 	for _, n := range planned {
 		if fresh {
 			if err := os.RemoveAll(n.Dir); err != nil {
@@ -661,22 +665,28 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 			taken[n.Host] = map[int]bool{}
 		}
 		for _, name := range slices.Sorted(maps.Keys(n.Ports)) {
+			host, where := n.Host, n.Host
+			inUse := func(p int) bool { return taken[n.Host][p] || taken[""][p] }
+			if slices.Contains(n.EveryAddress, name) {
+				host, where = "", "every address"
+				inUse = func(p int) bool { return anywhere[p] }
+			}
 			preferred := recorded[n.ID][name]
 			if preferred == 0 {
 				preferred = n.Ports[name]
 			}
 			if name == "client" {
 				preferred = c.Port
-				if !portFree(n.Host, preferred) {
-					return fmt.Errorf("port %d on %s: %w", preferred, n.Host, ErrPortInUse)
+				if !portFree(host, preferred) {
+					return fmt.Errorf("port %d on %s: %w", preferred, where, ErrPortInUse)
 				}
 			}
-			port, err := allocatePort(n.Host, preferred, taken[n.Host])
+			port, err := allocatePort(host, preferred, inUse)
 			if err != nil {
 				return err
 			}
 			n.Ports[name] = port
-			taken[n.Host][port] = true
+			taken[host][port], anywhere[port] = true, true
 		}
 	}
 	return nil
