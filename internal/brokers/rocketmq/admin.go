@@ -86,13 +86,15 @@ func parseRoute(body []byte) (*topicRoute, error) {
 	return &r, nil
 }
 
-// queue is one queue of a topic: its broker's master address and id.
+// queue is one queue of a topic: its broker's name, master address and
+// the queue's id.
 type queue struct {
-	addr string
-	id   int
+	broker, addr string
+	id           int
 }
 
-// queues returns every queue of the route on a broker that has a master.
+// queues returns every queue of the route on a broker that has a master,
+// in order of broker name, then queue id.
 func (r *topicRoute) queues() []queue {
 	masters := r.masters()
 	var qs []queue
@@ -102,9 +104,10 @@ func (r *topicRoute) queues() []queue {
 			continue
 		}
 		for id := range max(q.ReadQueueNums, q.WriteQueueNums) {
-			qs = append(qs, queue{addr: addr, id: id})
+			qs = append(qs, queue{broker: q.BrokerName, addr: addr, id: id})
 		}
 	}
+	slices.SortStableFunc(qs, func(a, b queue) int { return strings.Compare(a.broker, b.broker) })
 	return qs
 }
 

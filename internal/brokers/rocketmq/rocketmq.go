@@ -29,6 +29,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,7 @@ var (
 	_ driver.Driver         = (*Driver)(nil)
 	_ driver.WrittenCounter = (*Driver)(nil)
 	_ driver.Checker        = (*Driver)(nil)
+	_ driver.HostPlacement  = (*Driver)(nil)
 )
 
 // New validates dc; connections are made on first use.
@@ -254,6 +256,34 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	}
 	return sum, nil
 }
+
+// LeaderHost implements driver.HostPlacement: the host of the master
+// broker holding the topic's queue number partition, counting the
+// queues of its route in order of broker name, then queue id (with
+// partitionsPerTopic queues on each broker, partition 0 is the first
+// broker's first queue), as the name servers route it when asked.
+func (d *Driver) LeaderHost(ctx context.Context, topic string, partition int) (string, error) {
+	r, err := d.admin.route(ctx, topic)
+	if err != nil {
+		return "", fmt.Errorf("the broker of topic %q queue %d: %w", topic, partition, err)
+	}
+	qs := r.queues()
+	if partition < 0 || partition >= len(qs) {
+		return "", fmt.Errorf("topic %q has no queue %d: its route has %d", topic, partition, len(qs))
+	}
+	host, _, err := net.SplitHostPort(qs[partition].addr)
+	if err != nil {
+		return "", fmt.Errorf("the route of topic %q names broker %s at %q: %w", topic, qs[partition].broker, qs[partition].addr, err)
+	}
+	return host, nil
+}
+
+// errNoController is ControllerHost's answer.
+var errNoController = errors.New("a RocketMQ cluster of master brokers has no leading broker: each serves its own queues, and the name servers, which route clients to them, lead nothing; aim the fault at a node id, leader or random")
+
+// ControllerHost implements driver.HostPlacement: there is none
+// (errNoController).
+func (d *Driver) ControllerHost(context.Context) (string, error) { return "", errNoController }
 
 // EffectiveConfig implements driver.Driver.
 func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
