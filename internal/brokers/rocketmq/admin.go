@@ -174,11 +174,12 @@ func (a *admin) brokers(ctx context.Context) (*topicRoute, error) {
 
 // createTopic creates a topic of queues queues on every broker of the
 // cluster, accepting messages of messageType (NORMAL, FIFO, DELAY or
-// TRANSACTION), as OMB's driver creates its topics.
-func (a *admin) createTopic(ctx context.Context, topic string, queues int, messageType string) error {
+// TRANSACTION), as OMB's driver creates its topics. It returns the
+// names of the brokers that hold it.
+func (a *admin) createTopic(ctx context.Context, topic string, queues int, messageType string) ([]string, error) {
 	r, err := a.brokers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ext := map[string]string{
 		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(queues), "writeQueueNums": strconv.Itoa(queues),
@@ -186,10 +187,10 @@ func (a *admin) createTopic(ctx context.Context, topic string, queues int, messa
 	}
 	for _, addr := range r.all() {
 		if _, err := a.call(ctx, addr, codeUpdateAndCreateTopic, ext, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return slices.Sorted(maps.Keys(r.masters())), nil
 }
 
 // deleteTopic deletes a topic from every broker that has it and from

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,9 @@ func fakeRemoting(t *testing.T, host string, answer func(req *command) *command)
 }
 
 // TestTopicsOnEveryBrokerAndPlacement: against a name server routing a
-// cluster of 3 brokers, a topic is created on each of them; the broker
+// cluster of 3 brokers, a topic is created on each of them; its written
+// count is the sum over all of them, and an error once one of them is
+// no longer routed; the broker
 // holding a queue is the master of the queue's broker in the topic's
 // route, the queues counted in order of broker name, then queue id,
 // whatever order the route lists them in; a queue the topic does not
@@ -70,13 +73,17 @@ func TestTopicsOnEveryBrokerAndPlacement(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("broker-%d", i)
 		brokerAddrs[name] = fakeRemoting(t, fmt.Sprintf("127.0.1.%d", i), func(req *command) *command {
-			if req.Code != codeUpdateAndCreateTopic || req.ExtFields["topic"] != "t" {
-				return &command{Code: 1, Remark: fmt.Sprintf("unexpected request %d %v", req.Code, req.ExtFields)}
+			switch {
+			case req.ExtFields["topic"] != "t":
+			case req.Code == codeUpdateAndCreateTopic:
+				mu.Lock()
+				defer mu.Unlock()
+				created[name] = req.ExtFields["writeQueueNums"]
+				return &command{}
+			case req.Code == codeGetMaxOffset:
+				return &command{ExtFields: map[string]string{"offset": "5"}}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			created[name] = req.ExtFields["writeQueueNums"]
-			return &command{}
+			return &command{Code: 1, Remark: fmt.Sprintf("unexpected request %d %v", req.Code, req.ExtFields)}
 		})
 	}
 	route := func(brokers ...string) []byte {
@@ -96,12 +103,15 @@ func TestTopicsOnEveryBrokerAndPlacement(t *testing.T) {
 		body, _ := json.Marshal(r)
 		return body
 	}
+	var broker2Down atomic.Bool // the name server no longer routes to broker-2
 	namesrv := fakeRemoting(t, "127.0.0.1", func(req *command) *command {
 		switch {
 		case req.Code != codeGetRouteInfoByTopic:
 			return &command{Code: 1, Remark: "unexpected request"}
 		case req.ExtFields["topic"] == clusterName:
 			return &command{Body: route("broker-2", "broker-1", "broker-3")}
+		case req.ExtFields["topic"] == "t" && broker2Down.Load():
+			return &command{Body: route("broker-3", "broker-1")}
 		case req.ExtFields["topic"] == "t":
 			return &command{Body: route("broker-3", "broker-1", "broker-2")}
 		}
@@ -137,6 +147,17 @@ func TestTopicsOnEveryBrokerAndPlacement(t *testing.T) {
 	}
 	if got, err := place.ControllerHost(ctx); !errors.Is(err, errNoController) {
 		t.Errorf("ControllerHost = %q, %v; want errNoController", got, err)
+	}
+
+	// The written count is every broker's; with a broker of the topic no
+	// longer routed, there is none rather than the others'.
+	wc := d.(driver.WrittenCounter)
+	if n, err := wc.Written(ctx, "t"); err != nil || n != 6*5 {
+		t.Errorf("Written = %d, %v; want 30: 6 queues of 5 messages", n, err)
+	}
+	broker2Down.Store(true)
+	if n, err := wc.Written(ctx, "t"); err == nil || !strings.Contains(err.Error(), "broker-2") {
+		t.Errorf("Written with broker-2 not routed = %d, %v; want an error naming broker-2", n, err)
 	}
 }
 

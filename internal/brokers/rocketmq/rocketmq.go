@@ -122,6 +122,9 @@ type Driver struct {
 	// groups are the consumer groups the driver created, by topic, for
 	// DeleteTopic to delete with it.
 	groups map[string][]string
+	// holders are the brokers that hold each topic the driver created,
+	// which Written must find in its route.
+	holders map[string][]string
 }
 
 var (
@@ -140,7 +143,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	proxies, _ := splitAddrs(cfg.grpcEndpoint)
 	connections.set(proxies, cfg.tls)
 	return &Driver{cfg: cfg, admin: &admin{namesrv: cfg.namesrv, cluster: cfg.cluster, dial: opts.Dial,
-		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}, groups: map[string][]string{}}, nil
+		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}, groups: map[string][]string{}, holders: map[string][]string{}}, nil
 }
 
 // clientConfig is the Go client's config, of a consumer group or none.
@@ -205,9 +208,13 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if len(spec.Config) > 0 {
 		return fmt.Errorf("create topic %q: the RocketMQ driver takes no topic settings (got %s)", spec.Name, spec.Config[0].Key)
 	}
-	if err := d.admin.createTopic(ctx, spec.Name, max(spec.Partitions, 1), d.messageType()); err != nil {
+	holders, err := d.admin.createTopic(ctx, spec.Name, max(spec.Partitions, 1), d.messageType())
+	if err != nil {
 		return fmt.Errorf("create topic %q: %w", spec.Name, err)
 	}
+	d.mu.Lock()
+	d.holders[spec.Name] = holders
+	d.mu.Unlock()
 	return nil
 }
 
@@ -219,6 +226,7 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 		d.mu.Lock()
 		groups := d.groups[name]
 		delete(d.groups, name)
+		delete(d.holders, name)
 		d.mu.Unlock()
 		for _, g := range groups {
 			for _, addr := range r.masters() {
@@ -240,11 +248,23 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 
 // Written implements driver.WrittenCounter: the sum of the maximum
 // offsets of the topic's queues, each the number of messages ever
-// written to it.
+// written to it. A broker that held the topic when the driver created
+// it and is no longer routed (it is down: the name servers forget a
+// broker whose connection closes) makes it an error, not a count
+// without that broker's messages.
 func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	r, err := d.admin.route(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("written count of topic %q: %w", topic, err)
+	}
+	d.mu.Lock()
+	holders := d.holders[topic]
+	d.mu.Unlock()
+	masters := r.masters()
+	for _, b := range holders {
+		if _, ok := masters[b]; !ok {
+			return 0, fmt.Errorf("written count of topic %q: broker %s, which holds queues of it, is not routed by the name servers (is it down?)", topic, b)
+		}
 	}
 	var sum int64
 	for _, q := range r.queues() {
