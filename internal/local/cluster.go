@@ -98,6 +98,17 @@ type StartInOrder interface {
 	NodeReady(ctx context.Context, c *Cluster, n *Node) error
 }
 
+// RestartInOrder is implemented by StartInOrder kinds whose nodes start
+// one after another also when the cluster starts again with its data:
+// RocketMQ's name server keeps nothing, and its proxy stops at once
+// unless a broker has registered with it again.
+type RestartInOrder interface {
+	StartInOrder
+	// RestartsInOrder reports whether the nodes of an existing cluster
+	// start in order.
+	RestartsInOrder() bool
+}
+
 // LastToStop is implemented by kinds some of whose nodes must outlive the
 // others' shutdown: Pulsar's brokers unregister and close their ledgers
 // through the ZooKeeper node, and wait for it while it is gone.
@@ -506,11 +517,14 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		}
 	}
 	ordered, inOrder := c.Kind.(StartInOrder)
+	if r, ok := c.Kind.(RestartInOrder); !fresh {
+		inOrder = ok && r.RestartsInOrder()
+	}
 	initializer, initializes := c.Kind.(Initializer)
 	for i, n := range c.nodes {
 		err := c.startNode(n)
-		if err == nil && inOrder && fresh {
-			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (a new cluster's nodes start one after another)", c.Kind.Name(), n.ID),
+		if err == nil && inOrder {
+			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (the cluster's nodes start one after another)", c.Kind.Name(), n.ID),
 				c.nodes[:i+1], func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
 		}
 		if err == nil && inOrder && initializes && fresh {
