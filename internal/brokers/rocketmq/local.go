@@ -43,7 +43,7 @@ func NewLocal(port, brokers int) *local.Cluster {
 // logs, in its node's directory.
 type Kind struct{}
 
-var _ local.StartInOrder = Kind{}
+var _ local.RestartInOrder = Kind{}
 
 // Name implements local.Kind.
 func (Kind) Name() string { return "rocketmq" }
@@ -265,35 +265,41 @@ func (Kind) Environ(c *local.Cluster, n *local.Node) []string {
 	return []string{"ROCKETMQ_HOME=" + n.Dir}
 }
 
-// NodeReady implements local.StartInOrder: a new cluster's name server
-// starts first and serves before the brokers start, so that they
-// register at once rather than at their next period (10 s). The other
-// nodes are not waited for: they start together, and Ready waits for
-// them.
+// NodeReady implements local.StartInOrder: the name server starts first
+// and serves before the brokers start, so that they register at once
+// rather than at their next period (10 s); the brokers start together,
+// and the last one is ready once the name server routes to every broker:
+// a cluster's proxy, which starts next, creates its system topic on the
+// cluster's brokers as it starts, and exits if none is registered.
 func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) error {
-	if n.ID != namesrvID {
-		return nil
+	brokers := withRole(c, "broker")
+	switch {
+	case n.ID == namesrvID:
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", n.Addr("namesrv"))
+		if err != nil {
+			return fmt.Errorf("name server: %w", err)
+		}
+		return conn.Close()
+	case n == brokers[len(brokers)-1]:
+		return routed(ctx, c, brokers)
 	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", n.Addr("namesrv"))
-	if err != nil {
-		return fmt.Errorf("name server: %w", err)
-	}
-	return conn.Close()
+	return nil
 }
 
-// Ready implements local.Kind: the name server routes the cluster to
-// every broker at its remoting address, and the proxy, which starts
-// after its broker (one broker's) or on its own (a cluster's), accepts
-// connections.
-func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
-	ns := c.Node(namesrvID)
-	a := &admin{namesrv: []string{ns.Addr("namesrv")}, cluster: clusterName, dial: (&net.Dialer{}).DialContext}
+// RestartsInOrder implements local.RestartInOrder: the name server keeps
+// no routes, so a cluster started again with its data has its brokers
+// register before its proxy starts, as a new one does.
+func (Kind) RestartsInOrder() bool { return true }
+
+// routed returns nil once the cluster's name server routes the cluster
+// to every one of brokers at its remoting address.
+func routed(ctx context.Context, c *local.Cluster, brokers []*local.Node) error {
+	a := &admin{namesrv: []string{c.Node(namesrvID).Addr("namesrv")}, cluster: clusterName, dial: (&net.Dialer{}).DialContext}
 	r, err := a.brokers(ctx)
 	if err != nil {
 		return err
 	}
 	masters := r.masters()
-	brokers := withRole(c, "broker")
 	var missing []string
 	for _, b := range brokers {
 		if masters[brokerName(b)] != b.Addr("remoting") {
@@ -302,6 +308,15 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("the name server routes to %d of %d brokers; not yet to broker %s", len(brokers)-len(missing), len(brokers), strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Ready implements local.Kind: the name server routes the cluster to
+// every broker, and the proxy accepts connections.
+func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
+	if err := routed(ctx, c, withRole(c, "broker")); err != nil {
+		return err
 	}
 	for _, p := range withRole(c, "proxy") {
 		conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", p.Addr("client"))
