@@ -268,10 +268,9 @@ func (Kind) Environ(c *local.Cluster, n *local.Node) []string {
 // NodeReady implements local.StartInOrder: the name server starts first
 // and serves before the brokers start, so that they register at once
 // rather than at their next period (10 s); the brokers start together,
-// and the last one is ready once the name server routes to a broker of
-// the cluster: a cluster's proxy, which starts next, creates its system
-// topic on the cluster's brokers as it starts, and exits if none is
-// registered.
+// and the last one is ready once the name server routes to every broker:
+// a cluster's proxy, which starts next, creates its system topic on the
+// cluster's brokers as it starts, and exits if none is registered.
 func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) error {
 	brokers := withRole(c, "broker")
 	switch {
@@ -282,15 +281,9 @@ func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) erro
 		}
 		return conn.Close()
 	case n == brokers[len(brokers)-1]:
-		_, err := namesrvAdmin(c).brokers(ctx)
-		return err
+		return routed(ctx, c, brokers)
 	}
 	return nil
-}
-
-// namesrvAdmin is an admin of the cluster's name server.
-func namesrvAdmin(c *local.Cluster) *admin {
-	return &admin{namesrv: []string{c.Node(namesrvID).Addr("namesrv")}, cluster: clusterName, dial: (&net.Dialer{}).DialContext}
 }
 
 // RestartsInOrder implements local.RestartInOrder: the name server keeps
@@ -301,7 +294,8 @@ func (Kind) RestartsInOrder() bool { return true }
 // routed returns nil once the cluster's name server routes the cluster
 // to every one of brokers at its remoting address.
 func routed(ctx context.Context, c *local.Cluster, brokers []*local.Node) error {
-	r, err := namesrvAdmin(c).brokers(ctx)
+	a := &admin{namesrv: []string{c.Node(namesrvID).Addr("namesrv")}, cluster: clusterName, dial: (&net.Dialer{}).DialContext}
+	r, err := a.brokers(ctx)
 	if err != nil {
 		return err
 	}
