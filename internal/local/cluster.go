@@ -92,7 +92,8 @@ type Metered interface {
 // StartInOrder is implemented by kinds whose new cluster's nodes must
 // start one after another, each serving before the next starts: a new
 // node joins the cluster through the nodes already running. The nodes of
-// an existing cluster start together, as its members wait for each other.
+// an existing cluster start together, as its members wait for each other,
+// unless the kind is a RestartInOrder.
 type StartInOrder interface {
 	// NodeReady returns nil once node n serves.
 	NodeReady(ctx context.Context, c *Cluster, n *Node) error
