@@ -107,7 +107,7 @@ func run(ctx context.Context, o toolcompare.Options) error {
 			e.namesrv = net.JoinHostPort(n.Host, strconv.Itoa(p))
 		}
 	}
-	if e.topics, err = rocketmq.New(&workload.DriverConfig{Name: "rocketmq"}, driver.Options{Endpoints: []string{e.proxy, "namesrv://" + e.namesrv}}); err != nil {
+	if e.topics, err = rocketmq.New(&workload.DriverConfig{Name: "rocketmq", Source: "compare-rocketmq-tools"}, driver.Options{Endpoints: []string{e.proxy, "namesrv://" + e.namesrv}}); err != nil {
 		return err
 	}
 	defer e.topics.Close()
