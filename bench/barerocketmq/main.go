@@ -41,14 +41,13 @@ import (
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
-// The driver's settings that take no flag: its request timeout (the
-// route's), attempts per send, the proxy's shortest long polling, and the
-// pause before a receive loop tries again after an empty or failed call.
+// The driver's settings that take no flag: attempts per send, the
+// proxy's shortest long polling, and the pause before a receive loop
+// tries again after an empty or failed call.
 const (
-	queryRouteTimeout = 3 * time.Second
-	maxAttempts       = 3
-	awaitDuration     = 5 * time.Second
-	retryAfterIdle    = 10 * time.Millisecond
+	maxAttempts    = 3
+	awaitDuration  = 5 * time.Second
+	retryAfterIdle = 10 * time.Millisecond
 )
 
 type options struct {
@@ -57,6 +56,7 @@ type options struct {
 	size, pending      int
 	receivers, batch   int
 	invisible, timeout time.Duration
+	requestTimeout     time.Duration
 	consume            bool
 	cpuProfile         string
 }
@@ -72,6 +72,7 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 32, "messages one receive call takes at most (the driver's receiveBatchSize)")
 	flag.DurationVar(&o.invisible, "invisible", 30*time.Second, "how long a received message stays invisible (the driver's invisibleDurationMs)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	flag.DurationVar(&o.requestTimeout, "request-timeout", 3*time.Second, "how long the client waits for the proxy's answer to a call (the driver's requestTimeoutMs)")
 	flag.BoolVar(&o.consume, "consume", true, "receive -records messages")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
@@ -133,9 +134,10 @@ func run(o options) error {
 	return nil
 }
 
-// newClient is the client's constructor with the driver's route timeout.
+// newClient is the client's constructor with the request timeout (the
+// client's route timeout is that of every call).
 func (o options) newClient(c *rmq.Config, opts ...rmq.ClientOption) (rmq.Client, error) {
-	return rmq.NewClient(c, append(opts, rmq.WithQueryRouteTimeout(queryRouteTimeout))...)
+	return rmq.NewClient(c, append(opts, rmq.WithQueryRouteTimeout(o.requestTimeout))...)
 }
 
 // config is the client's config, of a consumer group or none.
