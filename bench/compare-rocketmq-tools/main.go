@@ -60,6 +60,10 @@ const (
 	bare     = "bare rocketmq-clients"
 	// queues is every run's topic's queue count.
 	queues = 8
+	// requestTimeout and requestTimeoutMs are how long the Go clients
+	// wait for the proxy's answer to a call: not the driver's 3 s, which
+	// calls to a proxy on a busy shared machine exceed, failing the run.
+	requestTimeout, requestTimeoutMs = "30s", 30000
 )
 
 var (
@@ -241,7 +245,7 @@ func (e *env) runOnTopic(ctx context.Context, t toolcompare.Tool, role string, s
 func (e *env) bare(size int, extra ...string) toolcompare.Tool {
 	return toolcompare.Tool{Name: bare, Cmd: func(topic string, n int64) []string {
 		return append([]string{filepath.Join(e.dir, "barerocketmq"), "-endpoint", e.proxy, "-topic", topic, "-records", strconv.FormatInt(n, 10),
-			"-size", strconv.Itoa(size)}, extra...)
+			"-size", strconv.Itoa(size), "-request-timeout", requestTimeout}, extra...)
 	}, Rate: toolcompare.KeyRate}
 }
 
@@ -251,7 +255,7 @@ func (e *env) bare(size int, extra ...string) toolcompare.Tool {
 func (e *env) brokerbench(size int, role, clients string, rate func(*results.Run) float64) []toolcompare.Tool {
 	wl := filepath.Join(e.dir, fmt.Sprintf("%s-%d.yaml", role, size))
 	text := fmt.Sprintf("name: compare-rocketmq-%s-%d\ntopics: 1\npartitionsPerTopic: %d\nmessageSize: %d\n%srate: 0\nwarmup: 0s\nduration: 10m\n"+
-		"driver:\n  driver: rocketmq\n", role, size, queues, size, clients)
+		"driver:\n  driver: rocketmq\n  commonConfig: {requestTimeoutMs: \"%d\"}\n", role, size, queues, size, clients, requestTimeoutMs)
 	if err := os.WriteFile(wl, []byte(text), 0o644); err != nil {
 		panic(err)
 	}
