@@ -12,7 +12,8 @@
 // that asks the name server for the route and sends to the broker
 // directly, past the proxy. Every run uses a fresh topic of 8 queues
 // (RocketMQ's default), flat out; the order of the tools rotates every
-// repetition. Two sides:
+// repetition. The Go clients wait 30 s for the proxy's answers, and the
+// proxy is warmed up once, unmeasured, before the first run. Two sides:
 //
 //   - producer: brokerbench producer-only and barerocketmq
 //     -consume=false, at most 1000 sends in calls to the proxy (the
@@ -28,7 +29,8 @@
 // time including start-up), the client process's CPU seconds (getrusage
 // of that child only, the broker excluded), messages per CPU-second with
 // and without start-up, and brokerbench's ratios to the others as
-// min/median/max over the repetitions.
+// min/median/max over the repetitions. With -pprof DIR, every run of
+// brokerbench and of the bare loop writes a CPU profile there.
 //
 //	go run ./bench/compare-rocketmq-tools                             # 100k x 100 B, 3 repetitions, no RocketMQ tool
 //	go run ./bench/compare-rocketmq-tools -rocketmq-src ../rocketmq   # a checkout at rocketmq-all-5.3.3
