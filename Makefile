@@ -119,6 +119,7 @@ fuzz:
 	$(GO) test ./internal/payload -run '^$$' -fuzz '^FuzzSizes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/changepoint -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-nsq-tools -run '^$$' -fuzz '^FuzzPeerSummary$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-rocketmq-tools -run '^$$' -fuzz '^FuzzPerfRate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzDecodeReply$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/rabbitmq/amqp10 -run '^$$' -fuzz '^FuzzSettings$$' -fuzztime $(FUZZTIME)
