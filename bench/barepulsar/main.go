@@ -5,7 +5,7 @@
 // count limit, a bounded number of messages awaiting the broker's
 // acknowledgement, a Failover subscription from the earliest message
 // with a receiver queue of 10000, each message acknowledged. Nothing is
-// measured but the count. It prints rate=R: records from the first send
+// measured but the count (and, with -cpuprofile, where the CPU went). It prints rate=R: records from the first send
 // to the last delivery.
 //
 //	barepulsar -url pulsar://127.0.0.1:6650 -topic persistent://public/default/t -records 1000000 -size 100
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -31,11 +32,39 @@ func main() {
 	size := flag.Int("size", 100, "message size in bytes")
 	pending := flag.Int("pending", 16384, "messages awaiting the broker's acknowledgement at most")
 	queue := flag.Int("queue", 10000, "the consumer's receiver queue size")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(*url, *topic, *records, *size, *pending, *queue); err != nil {
+	stop := func() {}
+	if *cpuprofile != "" {
+		var err error
+		if stop, err = profileCPU(*cpuprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "barepulsar:", err)
+			os.Exit(1)
+		}
+	}
+	err := run(*url, *topic, *records, *size, *pending, *queue)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "barepulsar:", err)
 		os.Exit(1)
 	}
+}
+
+// profileCPU starts a CPU profile into path; stop ends it and closes
+// the file.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func run(url, topic string, records int64, size, pending, queue int) error {
