@@ -3,10 +3,11 @@
 // in one process, on one topic, with the settings brokerbench's Pulsar
 // driver uses by default: batches of at most 1 ms and 1 MiB with no
 // count limit, a bounded number of messages awaiting the broker's
-// acknowledgement, a Failover subscription from the earliest message
-// with a receiver queue of 10000, each message acknowledged. Nothing is
-// measured but the count (and, with -cpuprofile, where the CPU went). It prints rate=R: records from the first send
-// to the last delivery.
+// acknowledgement and no send timeout, a Failover subscription from the
+// earliest message with a receiver queue of 10000, each message
+// acknowledged. Nothing is measured but the count (and, with
+// -cpuprofile, where the CPU went). It prints rate=R: records from the
+// first send to the last delivery.
 //
 //	barepulsar -url pulsar://127.0.0.1:6650 -topic persistent://public/default/t -records 1000000 -size 100
 package main
@@ -80,7 +81,7 @@ func run(url, topic string, records int64, size, pending, queue int) error {
 	}
 	defer consumer.Close()
 	producer, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Millisecond,
-		BatchingMaxSize: 1 << 20, BatchingMaxMessages: math.MaxInt32, MaxPendingMessages: pending})
+		BatchingMaxSize: 1 << 20, BatchingMaxMessages: math.MaxInt32, MaxPendingMessages: pending, SendTimeout: -1})
 	if err != nil {
 		return fmt.Errorf("create producer: %w", err)
 	}
