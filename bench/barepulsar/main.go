@@ -3,10 +3,11 @@
 // in one process, on one topic, with the settings brokerbench's Pulsar
 // driver uses by default: batches of at most 1 ms and 1 MiB with no
 // count limit, a bounded number of messages awaiting the broker's
-// acknowledgement, a Failover subscription from the earliest message
-// with a receiver queue of 10000, each message acknowledged. Nothing is
-// measured but the count. It prints rate=R: records from the first send
-// to the last delivery.
+// acknowledgement and no send timeout, a Failover subscription from the
+// earliest message with a receiver queue of 10000, each message
+// acknowledged. Nothing is measured but the count (and, with
+// -cpuprofile, where the CPU went). It prints rate=R: records from the
+// first send to the last delivery.
 //
 //	barepulsar -url pulsar://127.0.0.1:6650 -topic persistent://public/default/t -records 1000000 -size 100
 package main
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -31,11 +33,39 @@ func main() {
 	size := flag.Int("size", 100, "message size in bytes")
 	pending := flag.Int("pending", 16384, "messages awaiting the broker's acknowledgement at most")
 	queue := flag.Int("queue", 10000, "the consumer's receiver queue size")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(*url, *topic, *records, *size, *pending, *queue); err != nil {
+	stop := func() {}
+	if *cpuprofile != "" {
+		var err error
+		if stop, err = profileCPU(*cpuprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "barepulsar:", err)
+			os.Exit(1)
+		}
+	}
+	err := run(*url, *topic, *records, *size, *pending, *queue)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "barepulsar:", err)
 		os.Exit(1)
 	}
+}
+
+// profileCPU starts a CPU profile into path; stop ends it and closes
+// the file.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func run(url, topic string, records int64, size, pending, queue int) error {
@@ -51,7 +81,7 @@ func run(url, topic string, records int64, size, pending, queue int) error {
 	}
 	defer consumer.Close()
 	producer, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: time.Millisecond,
-		BatchingMaxSize: 1 << 20, BatchingMaxMessages: math.MaxInt32, MaxPendingMessages: pending})
+		BatchingMaxSize: 1 << 20, BatchingMaxMessages: math.MaxInt32, MaxPendingMessages: pending, SendTimeout: -1})
 	if err != nil {
 		return fmt.Errorf("create producer: %w", err)
 	}

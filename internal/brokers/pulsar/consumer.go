@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -71,38 +70,27 @@ type consumer struct {
 }
 
 // receive hands every message to consume and then acknowledges it,
-// until Close.
+// until Close. It takes messages from the client's channel, as Receive
+// does, with stop in place of a context: one channel fewer in the
+// select of every message than Receive with a cancellable context.
 func (c *consumer) receive() {
 	defer close(c.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-c.stop
-		cancel()
-	}()
+	msgs := c.pc.Chan()
 	var del driver.Delivery
 	for {
 		c.gate.Wait(c.stop)
-		msg, err := c.pc.Receive(ctx)
-		if ctx.Err() != nil {
+		var cm pulsar.ConsumerMessage
+		select {
+		case cm = <-msgs:
+		case <-c.stop:
 			return
 		}
-		if err != nil {
-			// The consumer was closed under us, or the client is
-			// reconnecting: try again shortly.
-			select {
-			case <-c.stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			continue
-		}
-		del.Value, del.Lane = msg.Payload(), driver.NoOrder
+		del.Value, del.Lane = cm.Payload(), driver.NoOrder
 		if c.ordered {
-			del.Lane = lane(msg.ID())
+			del.Lane = lane(cm.ID())
 		}
 		c.consume(&del)
-		_ = c.pc.Ack(msg) // an ack lost with its connection is redelivered
+		_ = c.pc.Ack(cm.Message) // an ack lost with its connection is redelivered
 	}
 }
 
