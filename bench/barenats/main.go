@@ -13,7 +13,7 @@
 // only, rate runs from the consumer's creation to the last delivery.
 //
 //	barenats -url nats://127.0.0.1:4222 -stream s -records 1000000 -size 100
-//	barenats -stream s -produce=false -pull fetch -ack all
+//	barenats -stream s -produce=false -pull fetch -ack all [-cpuprofile FILE]
 package main
 
 import (
@@ -28,6 +28,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
 type options struct {
@@ -52,8 +54,14 @@ func main() {
 	flag.StringVar(&o.ack, "ack", "explicit", "explicit (every message acknowledged) or all (AckAll: the last of each -batch, and the last record)")
 	flag.BoolVar(&o.produce, "produce", true, "publish -records messages")
 	flag.BoolVar(&o.consume, "consume", true, "consume -records messages")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if err := run(o); err != nil {
+	stop, err := toolcompare.CPUProfile(*cpuProfile)
+	if err == nil {
+		err = run(o)
+		stop()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "barenats:", err)
 		os.Exit(1)
 	}

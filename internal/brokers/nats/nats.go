@@ -332,18 +332,21 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
+	p := &producer{nc: nc, ack: ack, inFlight: make(map[*nats.Msg]*driver.Message, pending)}
+	// The outcomes come to handlers, on nats.go's goroutines, rather than
+	// to a future per message that a goroutine of ours would wait on.
 	// Without a timeout, a publish whose server died before it acked
 	// would wait for its ack forever.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending), jetstream.WithPublishAsyncTimeout(d.cfg.ackTimeout))
+	p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(pending), jetstream.WithPublishAsyncTimeout(d.cfg.ackTimeout),
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, msg *nats.Msg, _ *jetstream.PubAck) { p.settle(msg, nil) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) { p.settle(msg, err) }))
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	p := &producer{nc: nc, js: js, ack: ack, futures: make(chan inFlight, pending), done: make(chan struct{}), closed: make(chan struct{})}
 	for i := range parts {
 		p.subjects = append(p.subjects, subject(spec.Topic, i))
 	}
-	go p.complete()
 	return p, nil
 }
 
@@ -352,17 +355,17 @@ type producer struct {
 	js       jetstream.JetStream
 	subjects []string
 	spread   driver.Spreader
-	ack      driver.AckFunc
-	futures  chan inFlight
-	done     chan struct{}
-	closed   chan struct{} // closed by Close: pending publishes fail
+	// mu guards inFlight and closed, and is held while ack is called, so
+	// that it is never called concurrently.
+	mu  sync.Mutex
+	ack driver.AckFunc
+	// inFlight are the messages sent whose outcome has not been given,
+	// by the nats.Msg each was published as (its DriverState): whoever
+	// takes a message out of it calls ack for it, once.
+	inFlight map[*nats.Msg]*driver.Message
+	closed   bool // by Close: sends fail at once
 	closing  sync.Once
 	wg       sync.WaitGroup // messages sent and not yet acknowledged
-}
-
-type inFlight struct {
-	m *driver.Message
-	f jetstream.PubAckFuture
 }
 
 // Send implements driver.Producer.
@@ -375,40 +378,37 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	}
 	msg.Subject, msg.Data = p.subjects[part], m.Value
 	p.wg.Add(1)
-	f, err := p.js.PublishMsgAsync(msg)
-	if err != nil {
-		p.ack(m, sendError{err})
+	p.mu.Lock()
+	if p.closed {
+		p.ack(m, sendError{nats.ErrConnectionClosed})
+		p.mu.Unlock()
 		p.wg.Done()
 		return
 	}
-	// PublishMsgAsync holds at most as many pending as futures has room
-	// for: this does not block.
-	p.futures <- inFlight{m, f}
+	// In flight before it is published: its ack may come before
+	// PublishMsgAsync returns.
+	p.inFlight[msg] = m
+	p.mu.Unlock()
+	if _, err := p.js.PublishMsgAsync(msg); err != nil {
+		p.settle(msg, err)
+	}
 }
 
-// complete acknowledges messages as their publish acks arrive, in the
-// order they were sent (JetStream acknowledges a connection's publishes
-// in order), one goroutine per producer: never concurrently.
-func (p *producer) complete() {
-	defer close(p.done)
-	for fl := range p.futures {
-		var err error
-		// An outcome that arrived wins over the producer's closing.
-		select {
-		case <-fl.f.Ok():
-		case err = <-fl.f.Err():
-		default:
-			select {
-			case <-fl.f.Ok():
-			case err = <-fl.f.Err():
-			case <-p.closed:
-				err = nats.ErrConnectionClosed
-			}
-		}
+// settle gives the outcome of the message published as msg, unless it
+// was given already (a failed publish whose handler also ran, a message
+// Close failed).
+func (p *producer) settle(msg *nats.Msg, err error) {
+	p.mu.Lock()
+	m, ok := p.inFlight[msg]
+	if ok {
+		delete(p.inFlight, msg)
 		if err != nil {
 			err = sendError{err}
 		}
-		p.ack(fl.m, err)
+		p.ack(m, err)
+	}
+	p.mu.Unlock()
+	if ok {
 		p.wg.Done()
 	}
 }
@@ -416,15 +416,20 @@ func (p *producer) complete() {
 // Flush implements driver.Producer.
 func (p *producer) Flush(ctx context.Context) error { return driver.WaitIdle(ctx, &p.wg) }
 
-// Close implements driver.Producer: the connection closes, which fails
-// the publishes still awaiting their ack, and every acknowledgement has
-// been called when it returns.
+// Close implements driver.Producer: the connection closes, the publishes
+// still awaiting their ack fail, and every acknowledgement has been called
+// when it returns.
 func (p *producer) Close() {
 	p.closing.Do(func() {
-		close(p.closed)
 		p.nc.Close()
-		close(p.futures)
-		<-p.done
+		p.mu.Lock()
+		p.closed = true
+		for msg, m := range p.inFlight {
+			delete(p.inFlight, msg)
+			p.ack(m, sendError{nats.ErrConnectionClosed})
+			p.wg.Done()
+		}
+		p.mu.Unlock()
 	})
 }
 
