@@ -141,7 +141,17 @@ func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]t
 	if _, err := toolcompare.Run(ctx, filler, "fill", size, o.Records, 0, fill); err != nil {
 		return all, err
 	}
-	ms, err = toolcompare.Rounds(ctx, e.consumeFrom(fill), cons, "consumer", size, o.Records, o.Reps,
+	// The consumers read what the stream holds: a send that failed on a
+	// loaded machine would leave each of them waiting for it forever.
+	info, err := e.js.Stream(ctx, fill)
+	if err != nil {
+		return all, fmt.Errorf("count the messages of stream %s: %w", fill, err)
+	}
+	stored := int64(info.CachedInfo().State.Msgs)
+	if stored != o.Records {
+		fmt.Printf("the fill stored %d of %d messages: the consumers read %d\n", stored, o.Records, stored)
+	}
+	ms, err = toolcompare.Rounds(ctx, e.consumeFrom(fill), cons, "consumer", size, stored, o.Reps,
 		func(rep, i int) string { return fmt.Sprintf("c-%d-%d-%d", size, rep, i) })
 	all = append(all, ms...)
 	if err != nil {
