@@ -1,0 +1,227 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/brokerbench/brokerbench/internal/local"
+)
+
+// OMB's driver files, as its sources have them (licence headers left
+// out).
+const (
+	// ombKafkaDriver is driver-kafka/kafka-throughput.yaml.
+	ombKafkaDriver = `name: Kafka
+driverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver
+
+# Kafka client-specific configuration
+replicationFactor: 3
+
+topicConfig: |
+  min.insync.replicas=2
+
+commonConfig: |
+  bootstrap.servers=localhost:9092
+  default.api.timeout.ms=1200000
+  request.timeout.ms=1200000
+
+producerConfig: |
+  acks=all
+  linger.ms=1
+  batch.size=1048576
+`
+	// ombRabbitMQDriver is driver-rabbitmq/rabbitmq.yaml.
+	ombRabbitMQDriver = `name: RabbitMQ
+driverClass: io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver
+
+producerCreationDelay: 100
+producerCreationBatchSize: 5
+consumerCreationDelay: 100
+consumerCreationBatchSize: 5
+
+# RabbitMQ client specific configurations
+amqpUris:
+  - amqp://localhost
+messagePersistence: false
+queueType: QUORUM
+`
+	// ombNATSDriver is driver-nats/nats.yaml.
+	ombNATSDriver = `name: NATS
+driverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver
+
+# NATS client-specific configuration
+natsHostUrl: localhost:4222
+replicationFactor: 3
+`
+	// ombRedisDriver is driver-redis/redis.yaml.
+	ombRedisDriver = `name: Redis
+driverClass: io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver
+
+redisPort: 6379
+redisHost: 127.0.0.1
+jedisPoolMaxTotal: 8
+jedisPoolMaxIdle: 8
+`
+	// ombPulsarDriver is driver-pulsar/pulsar.yaml.
+	ombPulsarDriver = `name: Pulsar
+driverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver
+
+# Pulsar client-specific configuration
+client:
+  serviceUrl: pulsar://localhost:6650
+  httpUrl: http://localhost:8080
+  ioThreads: 16
+  connectionsPerBroker: 8
+  clusterName: local
+  namespacePrefix: benchmark/ns
+  topicType: persistent
+  persistence:
+    ensembleSize: 3
+    writeQuorum: 3
+    ackQuorum: 2
+    deduplicationEnabled: false
+  tlsAllowInsecureConnection: false
+  tlsEnableHostnameVerification: false
+  tlsTrustCertsFilePath:
+  authentication:
+    plugin:
+    data:
+
+# Producer configuration
+producer:
+  batchingEnabled: true
+  batchingMaxPublishDelayMs: 1
+  batchingMaxBytes: 131072
+  blockIfQueueFull: true
+  pendingQueueSize: 0
+
+# Consumer configuration
+consumer:
+  receiverQueueSize: 10000
+  subscriptionType: Failover
+`
+)
+
+// singleNode is a local single-node broker's status: its client port
+// 29566, its HTTP port (Pulsar's admin API) 29567.
+var singleNode = local.Status{Bootstrap: []string{"127.0.0.1:29566"},
+	Nodes: []local.NodeStatus{{Node: local.Node{Host: "127.0.0.1", Ports: map[string]int{"client": 29566, "http": 29567}}}}}
+
+func TestPointAt(t *testing.T) {
+	for _, tc := range []struct {
+		broker string
+		file   string
+		// changes are the file's values the broker's pointAt replaces,
+		// old, new, ...: the address, and what a single node requires.
+		changes []string
+		// without is a setting the file needs, its line as in the file.
+		without string
+	}{
+		// bootstrap.servers; one replica, one in-sync replica.
+		{"kafka", ombKafkaDriver, []string{"localhost:9092", "127.0.0.1:29566", "replicationFactor: 3", "replicationFactor: 1",
+			"min.insync.replicas=2", "min.insync.replicas=1"}, "  bootstrap.servers=localhost:9092\n"},
+		// The one AMQP URI; a quorum queue of one member runs on one node.
+		{"rabbitmq", ombRabbitMQDriver, []string{"amqp://localhost", "amqp://127.0.0.1:29566"}, "amqpUris:\n  - amqp://localhost\n"},
+		// The server's URL; streams of one replica.
+		{"nats", ombNATSDriver, []string{"localhost:4222", "127.0.0.1:29566", "replicationFactor: 3", "replicationFactor: 1"}, "natsHostUrl: localhost:4222\n"},
+		// Host and port.
+		{"redis", ombRedisDriver, []string{"redisPort: 6379", "redisPort: 29566"}, "redisPort: 6379\n"},
+		// Both URLs, the standalone node's cluster, one bookie.
+		{"pulsar", ombPulsarDriver, []string{"pulsar://localhost:6650", "pulsar://127.0.0.1:29566", "http://localhost:8080", "http://127.0.0.1:29567",
+			"clusterName: local", "clusterName: standalone", "ensembleSize: 3", "ensembleSize: 1", "writeQuorum: 3", "writeQuorum: 1",
+			"ackQuorum: 2", "ackQuorum: 1"}, "  httpUrl: http://localhost:8080\n"},
+	} {
+		t.Run(tc.broker, func(t *testing.T) {
+			b := brokers[tc.broker]
+			if !strings.HasSuffix(b.driverFile, ".yaml") || b.module == "" || b.counted == "" {
+				t.Errorf("broker %q is incomplete: %+v", tc.broker, b)
+			}
+			got, err := b.pointAt(tc.file, singleNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.NewReplacer(tc.changes...).Replace(tc.file); got != want {
+				t.Errorf("pointed driver file:\n%s\nwant:\n%s", got, want)
+			}
+			if _, err := b.pointAt(strings.Replace(tc.file, tc.without, "", 1), singleNode); err == nil {
+				t.Errorf("a driver file without %q was pointed at the broker", tc.without)
+			}
+		})
+	}
+}
+
+func TestPromCounter(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		text    string
+		want    int64
+		wantErr bool
+	}{
+		// RabbitMQ's global counter, one series per protocol: summed.
+		{"series", `# TYPE rabbitmq_global_messages_received_total counter
+# HELP rabbitmq_global_messages_received_total Total number of messages received from publishers
+rabbitmq_global_messages_received_total{protocol="amqp091"} 1200246
+rabbitmq_global_messages_received_total{protocol="stream"} 4
+rabbitmq_global_messages_received_confirm_total{protocol="amqp091"} 99
+`, 1200250, false},
+		// A sample without labels, in Prometheus' float notation.
+		{"no labels", "rabbitmq_global_messages_received_total 1.5e+06\n", 1_500_000, false},
+		// A longer name with the same prefix is another metric.
+		{"absent", "rabbitmq_global_messages_received_confirm_total 5\n", 0, true},
+		// A negative count is no count.
+		{"negative", "rabbitmq_global_messages_received_total -1\n", 0, true},
+		// Labels that never end.
+		{"unterminated labels", `rabbitmq_global_messages_received_total{protocol="amqp091" 5` + "\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := promCounter(strings.NewReader(tc.text), "rabbitmq_global_messages_received_total")
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("promCounter = %d, %v; want %d, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestTopicPath(t *testing.T) {
+	for name, want := range map[string]string{
+		// A partition of a run's topic.
+		"persistent://benchmark/ns-AbCd/test-0000-XyZ-partition-3": "persistent/benchmark/ns-AbCd/test-0000-XyZ-partition-3",
+		// Pulsar's own system topics are not the runs'.
+		"persistent://benchmark/ns-AbCd/__change_events": "",
+		// Non-persistent and malformed names.
+		"non-persistent://benchmark/ns/t": "",
+		"persistent://benchmark/t":        "",
+	} {
+		if got := topicPath(name); got != want {
+			t.Errorf("topicPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func FuzzPointAt(f *testing.F) {
+	for _, file := range []string{ombKafkaDriver, ombRabbitMQDriver, ombNATSDriver, ombRedisDriver, ombPulsarDriver} {
+		f.Add(file)
+	}
+	f.Add("amqpUris:\n  -")
+	f.Add("client:\n  serviceUrl:\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		for name, b := range brokers {
+			got, err := b.pointAt(text, singleNode)
+			if err == nil && !strings.Contains(got, "29566") {
+				t.Fatalf("%s: pointAt(%q) = %q, without the broker's port", name, text, got)
+			}
+		}
+	})
+}
+
+func FuzzPromCounter(f *testing.F) {
+	f.Add("rabbitmq_global_messages_received_total{protocol=\"amqp091\"} 1200246\n")
+	f.Add("rabbitmq_global_messages_received_total 1e18\nrabbitmq_global_messages_received_total 1e18\n")
+	f.Add("rabbitmq_global_messages_received_total{a=\"}\"} NaN\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		n, err := promCounter(strings.NewReader(text), "rabbitmq_global_messages_received_total")
+		if err == nil && n < 0 {
+			t.Fatalf("promCounter(%q) = %d", text, n)
+		}
+	})
+}
