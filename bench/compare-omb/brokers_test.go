@@ -4,7 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	brokerreg "github.com/brokerbench/brokerbench/internal/brokers"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/all"
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // OMB's driver files, as its sources have them (licence headers left
@@ -146,6 +150,33 @@ func TestPointAt(t *testing.T) {
 			if _, err := b.pointAt(strings.Replace(tc.file, tc.without, "", 1), singleNode); err == nil {
 				t.Errorf("a driver file without %q was pointed at the broker", tc.without)
 			}
+		})
+	}
+}
+
+// TestBrokerbenchTakesThePointedFiles: brokerbench reads each broker's
+// pointed OMB driver file as a config of that broker's own driver, and
+// builds the driver from it (no broker needed until it connects).
+func TestBrokerbenchTakesThePointedFiles(t *testing.T) {
+	for name, file := range map[string]string{"kafka": ombKafkaDriver, "rabbitmq": ombRabbitMQDriver, "nats": ombNATSDriver,
+		"redis": ombRedisDriver, "pulsar": ombPulsarDriver} {
+		t.Run(name, func(t *testing.T) {
+			text, err := brokers[name].pointAt(file, singleNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := workload.ParseDriver(name+".yaml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Name != name || cfg.Format != workload.OMB {
+				t.Fatalf("brokerbench reads OMB's %s driver file as %s (format %v)", name, cfg.Name, cfg.Format)
+			}
+			d, err := brokerreg.New(cfg, driver.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
 		})
 	}
 }
