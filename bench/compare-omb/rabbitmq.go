@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
@@ -43,66 +40,37 @@ const rabbitMQCounted = "the broker's counter of messages received from publishe
 // receivedRabbitMQ reads the broker's count of the messages publishers
 // sent it, from its Prometheus endpoint.
 func receivedRabbitMQ(ctx context.Context, st local.Status) (int64, error) {
-	eps := st.Endpoints("metrics")
-	if len(eps) == 0 {
-		return 0, errors.New("the RabbitMQ node serves no metrics")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+eps[0]+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("read RabbitMQ's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("read RabbitMQ's metrics: %s", resp.Status)
-	}
-	v, err := promCounter(resp.Body, "rabbitmq_global_messages_received_total")
-	if err != nil {
-		return 0, fmt.Errorf("RabbitMQ's metrics: %w", err)
-	}
-	return v, nil
+	return promCounter(ctx, st, "RabbitMQ", "rabbitmq_global_messages_received_total")
 }
 
-// promCounter sums the samples of the counter name in a Prometheus text
-// exposition (every label set of it), and says when there are none.
-func promCounter(r io.Reader, name string) (int64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+// promCounter reads the node's Prometheus endpoint (its "metrics" port)
+// and sums the counter name over its series.
+func promCounter(ctx context.Context, st local.Status, product, name string) (int64, error) {
+	eps := st.Endpoints("metrics")
+	if len(eps) == 0 {
+		return 0, fmt.Errorf("the %s node serves no metrics", product)
+	}
+	counters, _, err := brokermetrics.Prometheus(ctx, http.DefaultClient, "http://"+eps[0]+"/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("read %s's metrics: %w", product, err)
+	}
+	return sumSeries(counters, name)
+}
+
+// sumSeries sums the series of counter name among counters (by series
+// key, as brokermetrics reads them), and says when there are none.
+func sumSeries(counters map[string]float64, name string) (int64, error) {
 	var sum float64
 	found := false
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || rest[0] != '{' && rest[0] != ' ' {
-			continue // another metric, or a longer name
+	for key, v := range counters {
+		if key == name || strings.HasPrefix(key, name+"{") {
+			sum, found = sum+v, true
 		}
-		if rest[0] == '{' {
-			end := strings.LastIndexByte(rest, '}')
-			if end < 0 {
-				return 0, fmt.Errorf("%s: a sample without the end of its labels: %q", name, line)
-			}
-			rest = rest[end+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return 0, fmt.Errorf("%s: a sample without a value: %q", name, line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e18 {
-			return 0, fmt.Errorf("%s: %q is not a count", name, fields[0])
-		}
-		sum, found = sum+v, true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("no sample of %s", name)
+		return 0, fmt.Errorf("no counter %s among the broker's metrics", name)
 	}
-	if sum > 1e18 {
+	if sum < 0 || sum > 1e18 {
 		return 0, fmt.Errorf("%s: %v is not a count", name, sum)
 	}
 	return int64(sum), nil
