@@ -23,6 +23,8 @@ type broker struct {
 	// count reads the broker's count of the messages the runs published:
 	// the messages it holds, or a counter of those it took that only
 	// grows. A run's figure is the count after it less the count before.
+	// nil: the broker cannot count them, and a run's figure is the tool's
+	// own count (counted says so).
 	count func(ctx context.Context, st local.Status) (int64, error)
 	// clean deletes what the runs left on the broker st describes.
 	clean func(ctx context.Context, st local.Status) error
@@ -45,10 +47,14 @@ var brokers = map[string]broker{
 		local: newRedis, pointAt: pointRedisDriver, counted: redisCounted, count: addedRedis, clean: cleanRedis},
 	"pulsar": {name: "pulsar", module: "driver-pulsar", driverFile: "driver-pulsar/pulsar.yaml",
 		local: newPulsar, pointAt: pointPulsarDriver, counted: pulsarCounted, count: publishedPulsar, clean: cleanPulsar},
+	"artemis": {name: "artemis", module: "driver-artemis", driverFile: "driver-artemis/artemis.yaml",
+		local: newArtemis, pointAt: pointArtemisDriver, counted: artemisCounted, clean: cleanArtemis},
+	"rocketmq": {name: "rocketmq", module: "driver-rocketmq5", driverFile: "driver-rocketmq5/rocketmq.yaml",
+		local: newRocketMQ, pointAt: pointRocketMQDriver, counted: rocketMQCounted, count: receivedRocketMQ, clean: cleanRocketMQ},
 }
 
 // brokerNames lists the supported brokers for help and errors.
-const brokerNames = "kafka, rabbitmq, nats, redis, pulsar"
+const brokerNames = "kafka, rabbitmq, nats, redis, pulsar, artemis, rocketmq"
 
 // setting matches a line "key: value" of OMB's YAML driver files at any
 // indentation; group 1 is everything up to the value.

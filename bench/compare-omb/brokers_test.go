@@ -11,8 +11,8 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// OMB's driver files, as its sources have them (licence headers left
-// out).
+// OMB's driver files, as its sources have them at commit 85599891
+// (licence headers left out, comments shortened).
 const (
 	// ombKafkaDriver is driver-kafka/kafka-throughput.yaml.
 	ombKafkaDriver = `name: Kafka
@@ -104,12 +104,37 @@ consumer:
   receiverQueueSize: 10000
   subscriptionType: Failover
 `
+	// ombArtemisDriver is driver-artemis/artemis.yaml.
+	ombArtemisDriver = `name: Artemis
+driverClass: io.openmessaging.benchmark.driver.artemis.ArtemisBenchmarkDriver
+
+# Artemis client-specific configuration
+brokerAddress: tcp://localhost:61616
+`
+	// ombRocketMQDriver is driver-rocketmq5/rocketmq.yaml.
+	ombRocketMQDriver = `name: RocketMQ5
+driverClass: io.openmessaging.benchmark.driver.rocketmq.RocketMQ5BenchmarkDriver
+
+# RocketMQ client-specific configuration
+namesrvAddr: x.x.x.x:9876
+clusterName: rocketmq-broker-xxxx
+grpcEndpoint: 127.0.0.1:8081
+sendDelayMsg: false
+delayTimeInSec: 60
+
+adminAccessKey: xxxx
+adminSecretKey: xxxx
+accessKey: xxxxxx
+secretKey: xxxxx
+`
 )
 
 // singleNode is a local single-node broker's status: its client port
-// 29566, its HTTP port (Pulsar's admin API) 29567.
+// 29566, its HTTP port (Pulsar's admin API) 29567, its name server's
+// port (RocketMQ's) 29568.
 var singleNode = local.Status{Bootstrap: []string{"127.0.0.1:29566"},
-	Nodes: []local.NodeStatus{{Node: local.Node{Host: "127.0.0.1", Ports: map[string]int{"client": 29566, "http": 29567}}}}}
+	Nodes: []local.NodeStatus{{Node: local.Node{Host: "127.0.0.1", Ports: map[string]int{"client": 29566, "http": 29567}}},
+		{Node: local.Node{Host: "127.0.0.1", Ports: map[string]int{"namesrv": 29568}}}}}
 
 func TestPointAt(t *testing.T) {
 	for _, tc := range []struct {
@@ -134,6 +159,11 @@ func TestPointAt(t *testing.T) {
 		{"pulsar", ombPulsarDriver, []string{"pulsar://localhost:6650", "pulsar://127.0.0.1:29566", "http://localhost:8080", "http://127.0.0.1:29567",
 			"clusterName: local", "clusterName: standalone", "ensembleSize: 3", "ensembleSize: 1", "writeQuorum: 3", "writeQuorum: 1",
 			"ackQuorum: 2", "ackQuorum: 1"}, "  httpUrl: http://localhost:8080\n"},
+		// The core protocol's URL.
+		{"artemis", ombArtemisDriver, []string{"tcp://localhost:61616", "tcp://127.0.0.1:29566"}, "brokerAddress: tcp://localhost:61616\n"},
+		// Name server, proxy, and the node's cluster.
+		{"rocketmq", ombRocketMQDriver, []string{"x.x.x.x:9876", "127.0.0.1:29568", "127.0.0.1:8081", "127.0.0.1:29566",
+			"rocketmq-broker-xxxx", "DefaultCluster"}, "grpcEndpoint: 127.0.0.1:8081\n"},
 	} {
 		t.Run(tc.broker, func(t *testing.T) {
 			b := brokers[tc.broker]
@@ -159,7 +189,7 @@ func TestPointAt(t *testing.T) {
 // builds the driver from it (no broker needed until it connects).
 func TestBrokerbenchTakesThePointedFiles(t *testing.T) {
 	for name, file := range map[string]string{"kafka": ombKafkaDriver, "rabbitmq": ombRabbitMQDriver, "nats": ombNATSDriver,
-		"redis": ombRedisDriver, "pulsar": ombPulsarDriver} {
+		"redis": ombRedisDriver, "pulsar": ombPulsarDriver, "artemis": ombArtemisDriver, "rocketmq": ombRocketMQDriver} {
 		t.Run(name, func(t *testing.T) {
 			text, err := brokers[name].pointAt(file, singleNode)
 			if err != nil {
@@ -224,7 +254,7 @@ func TestTopicPath(t *testing.T) {
 }
 
 func FuzzPointAt(f *testing.F) {
-	for _, file := range []string{ombKafkaDriver, ombRabbitMQDriver, ombNATSDriver, ombRedisDriver, ombPulsarDriver} {
+	for _, file := range []string{ombKafkaDriver, ombRabbitMQDriver, ombNATSDriver, ombRedisDriver, ombPulsarDriver, ombArtemisDriver, ombRocketMQDriver} {
 		f.Add(file)
 	}
 	f.Add("amqpUris:\n  -")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -75,7 +76,7 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 	if err := os.WriteFile(driver, []byte(pointed), 0o644); err != nil {
 		return nil, err
 	}
-	fmt.Printf("OMB's %s, pointed at %s: %s\nmessages counted by the broker: %s\n", b.driverFile, st.Address(), driver, b.counted)
+	fmt.Printf("OMB's %s, pointed at %s: %s\nmessages counted: %s\n", b.driverFile, st.Address(), driver, b.counted)
 	var all []measurement
 	for _, w := range workloads {
 		role := b.name + " " + strings.TrimSuffix(filepath.Base(w), filepath.Ext(w))
@@ -87,15 +88,7 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 				slices.Reverse(order)
 			}
 			for _, tool := range order {
-				before, err := b.count(ctx, st)
-				var m measurement
-				if err == nil {
-					m, err = r.measure(ctx, tool, role, rep, driver, w)
-				}
-				if err == nil {
-					m.Stored, err = b.count(ctx, st)
-					m.Stored, m.CountedBy = m.Stored-before, b.counted
-				}
+				m, err := r.measureCounted(ctx, b, st, tool, role, rep, driver, w)
 				if err == nil {
 					fmt.Printf("  %-11s rep %d: %10d msgs in its result, %9.0f msg/s, %10d msgs counted by the broker, wall %5.1f s, cpu %6.2f s, max RSS %5.0f MiB\n",
 						tool, rep, m.Records, m.Rate, m.Stored, m.Wall, m.CPU, float64(m.MaxRSS)/(1<<20))
@@ -111,6 +104,30 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 		all = append(all, ms...)
 	}
 	return all, nil
+}
+
+// measureCounted measures one run of tool with measure, and the broker's
+// count of the messages it published: the count after it less the count
+// before, or the tool's own where the broker cannot count.
+func (r *runs) measureCounted(ctx context.Context, b broker, st local.Status, tool, role string, rep int, driver, workloadFile string) (measurement, error) {
+	var before int64
+	if b.count != nil {
+		var err error
+		if before, err = b.count(ctx, st); err != nil {
+			return measurement{}, err
+		}
+	}
+	m, err := r.measure(ctx, tool, role, rep, driver, workloadFile)
+	if err != nil {
+		return m, err
+	}
+	m.Stored, m.CountedBy = m.Records, b.counted
+	if b.count != nil {
+		after, err := b.count(ctx, st)
+		m.Stored = after - before
+		return m, err
+	}
+	return m, nil
 }
 
 // measure runs one tool once on workloadFile with driver, from the OMB
