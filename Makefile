@@ -154,6 +154,7 @@ fuzz:
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzParseOMBResult$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzReadPom$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzPointAt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzOMBWorkloadTime$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

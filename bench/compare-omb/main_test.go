@@ -307,3 +307,39 @@ func TestWorkloadsOf(t *testing.T) {
 		})
 	}
 }
+
+func TestOMBWorkloadTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		want    time.Duration
+		wantErr bool
+	}{
+		// The comparison's workloads: one minute, no warmup.
+		{"one minute", "name: w\npayloadFile: payload/none.data\nwarmupDurationMinutes: 0\ntestDurationMinutes: 1\n", time.Minute, false},
+		// OMB's own files warm up for a minute and run for fifteen.
+		{"warmup", "warmupDurationMinutes: 1\ntestDurationMinutes: 15\n", 16 * time.Minute, false},
+		// A workload without a measurement.
+		{"no test", "warmupDurationMinutes: 1\n", 0, true},
+		// Not YAML.
+		{"not yaml", "testDurationMinutes: [", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ombWorkloadTime([]byte(tc.yaml))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ombWorkloadTime = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzOMBWorkloadTime(f *testing.F) {
+	f.Add([]byte("warmupDurationMinutes: 0\ntestDurationMinutes: 1\n"))
+	f.Add([]byte("testDurationMinutes: -5\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ombWorkloadTime(data)
+		if err == nil && (d <= 0 || d > 14*24*time.Hour) {
+			t.Fatalf("ombWorkloadTime(%q) = %v", data, d)
+		}
+	})
+}

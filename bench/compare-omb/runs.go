@@ -15,7 +15,6 @@ import (
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
-	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // Tool names, as the measurements carry them.
@@ -149,11 +148,15 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 			res, err = parseOMBResult(data)
 			return err == nil
 		}
-		var wl *workload.Workload
-		if wl, err = workload.Load(workloadFile); err != nil {
+		data, err := os.ReadFile(workloadFile)
+		if err != nil {
 			return m, err
 		}
-		bound := wl.Warmup + wl.Duration + ombMargin
+		length, err := ombWorkloadTime(data)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", workloadFile, err)
+		}
+		bound := length + ombMargin
 		ps, m.Wall, err = runChild(ctx, r.omb.dir, ombCommand(r.classpath, r.heap, driver, out, workloadFile), log, bound, finished)
 		m.Records, m.Rate, m.Size = res.Published, res.Rate, res.MessageSize
 	default:
