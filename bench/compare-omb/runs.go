@@ -148,13 +148,13 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 			res, err = parseOMBResult(data)
 			return err == nil
 		}
-		data, err := os.ReadFile(workloadFile)
-		if err != nil {
-			return m, err
+		data, rerr := os.ReadFile(workloadFile)
+		if rerr != nil {
+			return m, rerr
 		}
-		length, err := ombWorkloadTime(data)
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", workloadFile, err)
+		length, lerr := ombWorkloadTime(data)
+		if lerr != nil {
+			return m, fmt.Errorf("%s: %w", workloadFile, lerr)
 		}
 		bound := length + ombMargin
 		ps, m.Wall, err = runChild(ctx, r.omb.dir, ombCommand(r.classpath, r.heap, driver, out, workloadFile), log, bound, finished)
