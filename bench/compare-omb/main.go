@@ -8,7 +8,7 @@
 // copy of their sources in a temporary directory (the checkout is left as
 // it is), with their dependencies from Maven Central (OMB itself is not
 // published there). It starts one local broker per -brokers entry (Kafka,
-// RabbitMQ, NATS JetStream, Redis, Pulsar; the same install cache as
+// RabbitMQ, NATS JetStream, Redis, Pulsar, Artemis, RocketMQ; the same install cache as
 // 'brokerbench local up'), one after another, writes a copy of OMB's own
 // driver file for it with only its address changed and what a single
 // node requires (a replication factor of 1, say: see each broker's
