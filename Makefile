@@ -158,7 +158,8 @@ fuzz:
 	$(GO) test ./internal/capture -run '^$$' -fuzz '^FuzzObserve$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzParseOMBResult$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzReadPom$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzPointKafkaDriver$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzPointAt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzOMBWorkloadTime$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

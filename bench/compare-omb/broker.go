@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/local"
 )
 
@@ -20,85 +15,66 @@ type broker struct {
 	driverFile string // OMB's driver file, relative to the checkout
 	// local is the single-node broker the comparison starts.
 	local func(port int) *local.Cluster
-	// pointAt returns OMB's driver file pointed at the broker on addr.
-	pointAt func(text, addr string) (string, error)
-	// stored counts the messages the broker at addr holds.
-	stored func(ctx context.Context, addr string) (int64, error)
-	// clean deletes what the runs left on the broker at addr.
-	clean func(ctx context.Context, addr string) error
+	// pointAt returns OMB's driver file pointed at the broker st
+	// describes, changed only where a single local node requires it.
+	pointAt func(text string, st local.Status) (string, error)
+	// counted says what count reads, for the report.
+	counted string
+	// count reads the broker's count of the messages the runs published:
+	// the messages it holds, or a counter of those it took that only
+	// grows. A run's figure is the count after it less the count before.
+	// nil: the broker cannot count them, and a run's figure is the tool's
+	// own count (counted says so).
+	count func(ctx context.Context, st local.Status) (int64, error)
+	// clean deletes what the runs left on the broker st describes.
+	clean func(ctx context.Context, st local.Status) error
+	// workloads, when set, are the broker's default workloads, relative
+	// to the repository's root, in place of defaultWorkloads.
+	workloads []string
 }
 
-// brokers are the brokers the comparison supports, by name.
+// brokers are the brokers the comparison supports, by name, in the order
+// -brokers lists them in its help.
 var brokers = map[string]broker{
 	"kafka": {name: "kafka", module: "driver-kafka", driverFile: "driver-kafka/kafka-throughput.yaml",
-		local: func(port int) *local.Cluster { return kafka.NewLocal(port, 1) }, pointAt: pointKafkaDriver, stored: storedKafka, clean: cleanKafka},
+		local: newKafka, pointAt: pointKafkaDriver, counted: kafkaCounted, count: storedKafka, clean: cleanKafka},
+	"rabbitmq": {name: "rabbitmq", module: "driver-rabbitmq", driverFile: "driver-rabbitmq/rabbitmq.yaml",
+		local: newRabbitMQ, pointAt: pointRabbitMQDriver, counted: rabbitMQCounted, count: receivedRabbitMQ, clean: cleanRabbitMQ,
+		workloads: singlePartitionWorkloads},
+	"nats": {name: "nats", module: "driver-nats", driverFile: "driver-nats/nats.yaml",
+		local: newNATS, pointAt: pointNATSDriver, counted: natsCounted, count: storedNATS, clean: cleanNATS},
+	"redis": {name: "redis", module: "driver-redis", driverFile: "driver-redis/redis.yaml",
+		local: newRedis, pointAt: pointRedisDriver, counted: redisCounted, count: addedRedis, clean: cleanRedis},
+	"pulsar": {name: "pulsar", module: "driver-pulsar", driverFile: "driver-pulsar/pulsar.yaml",
+		local: newPulsar, pointAt: pointPulsarDriver, counted: pulsarCounted, count: publishedPulsar, clean: cleanPulsar},
+	"artemis": {name: "artemis", module: "driver-artemis", driverFile: "driver-artemis/artemis.yaml",
+		local: newArtemis, pointAt: pointArtemisDriver, counted: artemisCounted, clean: cleanArtemis},
+	"rocketmq": {name: "rocketmq", module: "driver-rocketmq5", driverFile: "driver-rocketmq5/rocketmq.yaml",
+		local: newRocketMQ, pointAt: pointRocketMQDriver, counted: rocketMQCounted, count: receivedRocketMQ, clean: cleanRocketMQ},
 }
 
-var (
-	bootstrapLine   = regexp.MustCompile(`(?m)^(\s*bootstrap\.servers\s*=\s*)\S*[ \t]*$`)
-	replicationLine = regexp.MustCompile(`(?m)^(replicationFactor:\s*)\d+[ \t]*$`)
-	minISRLine      = regexp.MustCompile(`(?m)^(\s*min\.insync\.replicas\s*=\s*)\d+[ \t]*$`)
-)
+// brokerNames lists the supported brokers for help and errors.
+const brokerNames = "kafka, rabbitmq, nats, redis, pulsar, artemis, rocketmq"
 
-// pointKafkaDriver points OMB's Kafka driver file at one broker on addr:
-// bootstrap.servers becomes addr, and a replication factor and
-// min.insync.replicas above 1 become 1 (a single node holds one replica).
-// Everything else is left as the file has it.
-func pointKafkaDriver(text, addr string) (string, error) {
-	if !bootstrapLine.MatchString(text) {
-		return "", errors.New("OMB's Kafka driver file sets no bootstrap.servers")
-	}
-	text = bootstrapLine.ReplaceAllString(text, "${1}"+addr)
-	text = replicationLine.ReplaceAllString(text, "${1}1")
-	return minISRLine.ReplaceAllString(text, "${1}1"), nil
+// setting matches a line "key: value" of OMB's YAML driver files at any
+// indentation; group 1 is everything up to the value.
+func setting(key string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^([ \t]*` + regexp.QuoteMeta(key) + `:[ \t]*)[^\n]*$`)
 }
 
-// storedKafka counts the messages in every topic but Kafka's own: the
-// sum of their partitions' end offsets less their start offsets.
-func storedKafka(ctx context.Context, addr string) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return 0, err
+// setRequired sets the value of every line of key to value, or says that
+// OMB's driver file of product sets no key.
+func setRequired(text, product, key, value string) (string, error) {
+	re := setting(key)
+	if !re.MatchString(text) {
+		return "", fmt.Errorf("OMB's %s driver file sets no %s", product, key)
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	topics, err := adm.ListTopics(ctx)
-	if err != nil || len(topics) == 0 {
-		return 0, err
-	}
-	ends, err := adm.ListEndOffsets(ctx, topics.Names()...)
-	if err != nil {
-		return 0, fmt.Errorf("count the messages stored: %w", err)
-	}
-	starts, err := adm.ListStartOffsets(ctx, topics.Names()...)
-	if err != nil {
-		return 0, fmt.Errorf("count the messages stored: %w", err)
-	}
-	var n int64
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Err == nil && s.Err == nil {
-			n += o.Offset - s.Offset
-		}
+	return setAll(text, re, value), nil
+}
+
+// setAll sets the value of every line re (a setting) matches.
+func setAll(text string, re *regexp.Regexp, value string) string {
+	return re.ReplaceAllStringFunc(text, func(line string) string {
+		return re.FindStringSubmatch(line)[1] + value
 	})
-	return n, nil
-}
-
-// cleanKafka deletes every topic but Kafka's own.
-func cleanKafka(ctx context.Context, addr string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	topics, err := adm.ListTopics(ctx)
-	if err != nil {
-		return fmt.Errorf("list the runs' topics: %w", err)
-	}
-	if names := topics.Names(); len(names) > 0 {
-		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
-			return fmt.Errorf("delete the runs' topics: %w", err)
-		}
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // ombRootPom is the part of OMB's root pom.xml the comparison reads.
@@ -173,42 +174,6 @@ func TestParseOMBResult(t *testing.T) {
 	}
 }
 
-// ombKafkaDriver is OMB's driver-kafka/kafka-throughput.yaml.
-const ombKafkaDriver = `name: Kafka
-driverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver
-
-# Kafka client-specific configuration
-replicationFactor: 3
-
-topicConfig: |
-  min.insync.replicas=2
-
-commonConfig: |
-  bootstrap.servers=localhost:9092
-  default.api.timeout.ms=1200000
-  request.timeout.ms=1200000
-
-producerConfig: |
-  acks=all
-  linger.ms=1
-  batch.size=1048576
-`
-
-func TestPointKafkaDriver(t *testing.T) {
-	got, err := pointKafkaDriver(ombKafkaDriver, "127.0.0.1:29566")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.NewReplacer("localhost:9092", "127.0.0.1:29566", "replicationFactor: 3", "replicationFactor: 1",
-		"min.insync.replicas=2", "min.insync.replicas=1").Replace(ombKafkaDriver)
-	if got != want {
-		t.Errorf("pointed driver file:\n%s\nwant:\n%s", got, want)
-	}
-	if _, err := pointKafkaDriver("name: Kafka\n", "127.0.0.1:29566"); err == nil {
-		t.Error("a driver file without bootstrap.servers was pointed at the broker")
-	}
-}
-
 // TestRunChildStopsAProcessThatDoesNotExit runs a shell that writes its
 // result, starts a child, and never exits, as OMB's JVM does: runChild
 // returns once the result is there and the whole group is gone.
@@ -218,7 +183,7 @@ func TestRunChildStopsAProcessThatDoesNotExit(t *testing.T) {
 	pidFile := filepath.Join(dir, "child")
 	script := `sleep 300 & echo $! > "$2"; echo done > "$1"; wait`
 	finished := func() bool { _, err := os.Stat(result); return err == nil }
-	ps, wall, err := runChild(context.Background(), dir, []string{"sh", "-c", script, "sh", result, pidFile}, filepath.Join(dir, "log"), finished)
+	ps, wall, err := runChild(context.Background(), dir, []string{"sh", "-c", script, "sh", result, pidFile}, filepath.Join(dir, "log"), time.Minute, finished)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +207,7 @@ func TestRunChildStopsAProcessThatDoesNotExit(t *testing.T) {
 // before writing its result is an error, not a measurement.
 func TestRunChildSaysWhenTheProcessExitsWithoutResult(t *testing.T) {
 	dir := t.TempDir()
-	_, _, err := runChild(context.Background(), dir, []string{"sh", "-c", "exit 2"}, filepath.Join(dir, "log"), func() bool { return false })
+	_, _, err := runChild(context.Background(), dir, []string{"sh", "-c", "exit 2"}, filepath.Join(dir, "log"), time.Minute, func() bool { return false })
 	if err == nil || !strings.Contains(err.Error(), "exited before it wrote its result") {
 		t.Fatalf("error = %v", err)
 	}
@@ -273,13 +238,108 @@ func FuzzReadPom(f *testing.F) {
 	})
 }
 
-func FuzzPointKafkaDriver(f *testing.F) {
-	f.Add(ombKafkaDriver)
-	f.Add("commonConfig: |\n  bootstrap.servers=\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		got, err := pointKafkaDriver(text, "127.0.0.1:29566")
-		if err == nil && !strings.Contains(got, "bootstrap.servers") {
-			t.Fatalf("pointKafkaDriver(%q) = %q", text, got)
+// TestRunChildBoundsAProcessThatNeverFinishes runs a shell that never
+// writes its result, as OMB's JVM with its Redis driver: runChild says
+// it hung once the bound is past, and its whole group is gone.
+func TestRunChildBoundsAProcessThatNeverFinishes(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	script := `sleep 300 & echo $! > "$1"; wait`
+	_, _, err := runChild(context.Background(), dir, []string{"sh", "-c", script, "sh", pidFile}, filepath.Join(dir, "log"), 2*time.Second, func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "hung") {
+		t.Fatalf("error = %v, want one saying the process hung", err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Errorf("the child %d is still there (kill 0: %v)", pid, err)
+	}
+}
+
+func TestWorkloadsOf(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	for _, tc := range []struct {
+		name   string
+		broker string
+		list   string
+		want   []string // base names; nil for an error
+	}{
+		// Kafka runs the comparison's default workloads.
+		{"default", "kafka", "", []string{"omb-fixed-20k-1kb.yaml", "omb-max-rate-100b.yaml"}},
+		// OMB's RabbitMQ driver takes one partition: their copies with one.
+		{"single partition", "rabbitmq", "", []string{"omb-fixed-20k-1kb-1-partition.yaml", "omb-max-rate-100b-1-partition.yaml"}},
+		// -workload wins over a broker's defaults.
+		{"named", "rabbitmq", "bench/workloads/omb-fixed-20k-1kb.yaml", []string{"omb-fixed-20k-1kb.yaml"}},
+		// A file that is not there.
+		{"missing", "kafka", "bench/workloads/none.yaml", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := workloadsOf(brokers[tc.broker], tc.list)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("workloadsOf = %v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, w := range got {
+				if !filepath.IsAbs(w) {
+					t.Errorf("%s is not absolute", w)
+				}
+				names = append(names, filepath.Base(w))
+			}
+			if strings.Join(names, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("workloadsOf = %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+func TestOMBWorkloadTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		want    time.Duration
+		wantErr bool
+	}{
+		// The comparison's workloads: one minute, no warmup.
+		{"one minute", "name: w\npayloadFile: payload/none.data\nwarmupDurationMinutes: 0\ntestDurationMinutes: 1\n", time.Minute, false},
+		// OMB's own files warm up for a minute and run for fifteen.
+		{"warmup", "warmupDurationMinutes: 1\ntestDurationMinutes: 15\n", 16 * time.Minute, false},
+		// A workload without a measurement.
+		{"no test", "warmupDurationMinutes: 1\n", 0, true},
+		// Not YAML.
+		{"not yaml", "testDurationMinutes: [", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ombWorkloadTime([]byte(tc.yaml))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ombWorkloadTime = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzOMBWorkloadTime(f *testing.F) {
+	f.Add([]byte("warmupDurationMinutes: 0\ntestDurationMinutes: 1\n"))
+	f.Add([]byte("testDurationMinutes: -5\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ombWorkloadTime(data)
+		if err == nil && (d <= 0 || d > 14*24*time.Hour) {
+			t.Fatalf("ombWorkloadTime(%q) = %v", data, d)
 		}
 	})
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // ombIntervalSeconds is OMB's reporting interval: each entry of its
@@ -47,4 +50,22 @@ func parseOMBResult(data []byte) (ombResult, error) {
 		sum += v
 	}
 	return ombResult{Published: int64(math.Round(sum * ombIntervalSeconds)), Rate: sum / float64(len(r.PublishRate)), MessageSize: r.MessageSize}, nil
+}
+
+// ombWorkloadTime reads the warmup and measurement time of an OMB
+// workload file, whole minutes as OMB takes them; its payload files are
+// left to OMB, which reads them from its own directory.
+func ombWorkloadTime(data []byte) (time.Duration, error) {
+	var w struct {
+		Warmup int `yaml:"warmupDurationMinutes"`
+		Test   int `yaml:"testDurationMinutes"`
+	}
+	if err := yaml.Unmarshal(data, &w); err != nil {
+		return 0, fmt.Errorf("read the OMB workload: %w", err)
+	}
+	const maxMinutes = 7 * 24 * 60 // a week
+	if w.Warmup < 0 || w.Test <= 0 || w.Warmup > maxMinutes || w.Test > maxMinutes {
+		return 0, fmt.Errorf("the OMB workload's warmupDurationMinutes %d and testDurationMinutes %d are no run's time", w.Warmup, w.Test)
+	}
+	return time.Duration(w.Warmup+w.Test) * time.Minute, nil
 }

@@ -29,7 +29,7 @@ func report(ms []measurement) {
 		of       func(measurement) float64
 	}{
 		{"msgs in its result", 0, func(m measurement) float64 { return float64(m.Records) }},
-		{"msgs stored by the broker", 0, func(m measurement) float64 { return float64(m.Stored) }},
+		{"msgs counted by the broker", 0, func(m measurement) float64 { return float64(m.Stored) }},
 		{"publish msg/s", 0, func(m measurement) float64 { return m.Rate }},
 		{"client CPU-s", 1, func(m measurement) float64 { return m.CPU }},
 		{"CPU-s per 1M msgs", 2, cpuPerMillion},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/results"
 )
 
@@ -22,18 +23,27 @@ const (
 	toolBrokerbench = "brokerbench"
 )
 
-// runTimeout bounds one run of one tool: a one-minute workload takes
-// under two minutes, OMB's JVM start and topic creation included.
+// runTimeout bounds one run of brokerbench: a one-minute workload takes
+// under two minutes, its broker's topic creation included.
 const runTimeout = 20 * time.Minute
+
+// ombMargin is what an OMB run may take beyond its workload's warmup
+// and measurement before it is called hung: its JVM's start, its
+// driver's set-up, its topics' creation and its result's writing. Some
+// OMB drivers (Redis') never finish a run: their consumers' blocking
+// reads keep OMB from writing its result.
+const ombMargin = 3 * time.Minute
 
 // measurement is one run of one tool.
 type measurement struct {
 	toolcompare.Measurement
-	// Stored is the number of messages the broker held after the run:
+	// Stored is the broker's count of the messages the run published:
 	// every message the tool's process published in its life, counted the
 	// same way for both tools (Records is the count in the tool's own
-	// result, of its measurement alone).
-	Stored int64 `json:"storedByBroker"`
+	// result, of its measurement alone). CountedBy says how the broker
+	// counted them.
+	Stored    int64  `json:"storedByBroker"`
+	CountedBy string `json:"countedBy"`
 }
 
 // runs runs both tools against one broker at a time.
@@ -57,7 +67,7 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 	if err != nil {
 		return nil, fmt.Errorf("OMB's %s driver file: %w", b.name, err)
 	}
-	pointed, err := b.pointAt(string(text), st.Address())
+	pointed, err := b.pointAt(string(text), st)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.driverFile, err)
 	}
@@ -65,7 +75,7 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 	if err := os.WriteFile(driver, []byte(pointed), 0o644); err != nil {
 		return nil, err
 	}
-	fmt.Printf("OMB's %s, pointed at %s: %s\n", b.driverFile, st.Address(), driver)
+	fmt.Printf("OMB's %s, pointed at %s: %s\nmessages counted: %s\n", b.driverFile, st.Address(), driver, b.counted)
 	var all []measurement
 	for _, w := range workloads {
 		role := b.name + " " + strings.TrimSuffix(filepath.Base(w), filepath.Ext(w))
@@ -77,14 +87,11 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 				slices.Reverse(order)
 			}
 			for _, tool := range order {
-				m, err := r.measure(ctx, tool, role, rep, driver, w)
+				m, err := r.measureCounted(ctx, b, st, tool, role, rep, driver, w)
 				if err == nil {
-					m.Stored, err = b.stored(ctx, st.Address())
-				}
-				if err == nil {
-					fmt.Printf("  %-11s rep %d: %10d msgs in its result, %9.0f msg/s, %10d msgs stored by the broker, wall %5.1f s, cpu %6.2f s, max RSS %5.0f MiB\n",
+					fmt.Printf("  %-11s rep %d: %10d msgs in its result, %9.0f msg/s, %10d msgs counted by the broker, wall %5.1f s, cpu %6.2f s, max RSS %5.0f MiB\n",
 						tool, rep, m.Records, m.Rate, m.Stored, m.Wall, m.CPU, float64(m.MaxRSS)/(1<<20))
-					err = b.clean(ctx, st.Address())
+					err = b.clean(ctx, st)
 				}
 				if err != nil {
 					return append(all, ms...), err
@@ -98,9 +105,33 @@ func (r *runs) compare(ctx context.Context, b broker, o options, workloads []str
 	return all, nil
 }
 
-// measure runs one tool once on workload with driver, from the OMB
+// measureCounted measures one run of tool with measure, and the broker's
+// count of the messages it published: the count after it less the count
+// before, or the tool's own where the broker cannot count.
+func (r *runs) measureCounted(ctx context.Context, b broker, st local.Status, tool, role string, rep int, driver, workloadFile string) (measurement, error) {
+	var before int64
+	if b.count != nil {
+		var err error
+		if before, err = b.count(ctx, st); err != nil {
+			return measurement{}, err
+		}
+	}
+	m, err := r.measure(ctx, tool, role, rep, driver, workloadFile)
+	if err != nil {
+		return m, err
+	}
+	m.Stored, m.CountedBy = m.Records, b.counted
+	if b.count != nil {
+		after, err := b.count(ctx, st)
+		m.Stored = after - before
+		return m, err
+	}
+	return m, nil
+}
+
+// measure runs one tool once on workloadFile with driver, from the OMB
 // checkout's root, and reads the messages it published from its result.
-func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, workload string) (measurement, error) {
+func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, workloadFile string) (measurement, error) {
 	out := filepath.Join(r.dir, fmt.Sprintf("result-%s-%d.json", strings.ToLower(tool), time.Now().UnixNano()))
 	log := filepath.Join(r.dir, "run.log")
 	m := measurement{Measurement: toolcompare.Measurement{Tool: tool, Role: role, Rep: rep}}
@@ -117,13 +148,22 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 			res, err = parseOMBResult(data)
 			return err == nil
 		}
-		ps, m.Wall, err = runChild(ctx, r.omb.dir, ombCommand(r.classpath, r.heap, driver, out, workload), log, finished)
+		data, rerr := os.ReadFile(workloadFile)
+		if rerr != nil {
+			return m, rerr
+		}
+		length, lerr := ombWorkloadTime(data)
+		if lerr != nil {
+			return m, fmt.Errorf("%s: %w", workloadFile, lerr)
+		}
+		bound := length + ombMargin
+		ps, m.Wall, err = runChild(ctx, r.omb.dir, ombCommand(r.classpath, r.heap, driver, out, workloadFile), log, bound, finished)
 		m.Records, m.Rate, m.Size = res.Published, res.Rate, res.MessageSize
 	default:
 		// Its topics stay, as OMB's do, for the broker's count; clean
 		// deletes them.
-		argv := []string{r.brokerbench, "run", workload, "--driver", driver, "-o", out, "--no-history", "--quiet", "--keep-topics"}
-		ps, m.Wall, err = runChild(ctx, r.omb.dir, argv, log, nil)
+		argv := []string{r.brokerbench, "run", workloadFile, "--driver", driver, "-o", out, "--no-history", "--quiet", "--keep-topics"}
+		ps, m.Wall, err = runChild(ctx, r.omb.dir, argv, log, runTimeout, nil)
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && slices.Contains(toolcompare.BrokerbenchVerdicts, exit.ExitCode()) {
 			err = nil // measured, and judged: the figures hold
@@ -146,11 +186,13 @@ func (r *runs) measure(ctx context.Context, tool, role string, rep int, driver, 
 // runChild runs argv in dir, its output to log, as a process group of its
 // own. With finished nil it waits for the process to exit; otherwise it
 // polls finished and, once it holds, stops the group (SIGTERM, SIGKILL
-// after 10 s): a process that exits before is an error. Either way it
-// returns only once the group is gone, with the process's state and the
-// seconds from its start to its exit or to finished holding.
-func runChild(ctx context.Context, dir string, argv []string, log string, finished func() bool) (*os.ProcessState, float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+// after 10 s): a process that exits before is an error. A process that
+// neither exits nor finishes within bound is killed with its group, and
+// that is an error that says so. Either way it returns only once the
+// group is gone, with the process's state and the seconds from its start
+// to its exit or to finished holding.
+func runChild(ctx context.Context, dir string, argv []string, log string, bound time.Duration, finished func() bool) (*os.ProcessState, float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	logFile, err := os.Create(log)
 	if err != nil {
@@ -177,7 +219,10 @@ func runChild(ctx context.Context, dir string, argv []string, log string, finish
 	for !finished() {
 		select {
 		case err := <-exited:
-			return nil, 0, fmt.Errorf("exited before it wrote its result (%v)", err)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, 0, errors.Join(fmt.Errorf("wrote no result within %v (hung): its process group was killed", bound), groupGone(pgid))
+			}
+			return nil, 0, errors.Join(fmt.Errorf("exited before it wrote its result (%v)", err), groupGone(pgid))
 		case <-tick.C:
 		}
 	}
