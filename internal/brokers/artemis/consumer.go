@@ -22,7 +22,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := d.createQueue(ctx, spec.Topic, spec.Subscription); err != nil {
 		return nil, err
 	}
-	conn, err := d.dial(ctx)
+	conn, err := d.connect(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // address on a connection of its own, whose messages the broker settles
 // once it accepted them.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	conn, err := d.dial(ctx)
+	conn, err := d.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
