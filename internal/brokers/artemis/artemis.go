@@ -172,10 +172,15 @@ func isSASLFailure(err error) bool {
 var saslFailure = regexp.MustCompile(`(?i)sasl|authenticat`)
 
 // manage returns the connection of management requests to node n, and
-// their link when the driver has a management address.
+// their link when the driver has a management address: a new one when
+// the last was lost (its node was killed, or restarted).
 func (d *Driver) manage(ctx context.Context, n *node) (*amqp.Conn, *management, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.admin != nil && lost(n.admin) {
+		_ = n.admin.Close()
+		n.admin, n.mgmt = nil, nil
+	}
 	if n.admin == nil {
 		conn, err := d.dial(ctx, n.addr)
 		if err != nil {
@@ -191,6 +196,16 @@ func (d *Driver) manage(ctx context.Context, n *node) (*amqp.Conn, *management, 
 		n.mgmt = m
 	}
 	return n.admin, n.mgmt, nil
+}
+
+// lost reports whether conn has closed.
+func lost(conn *amqp.Conn) bool {
+	select {
+	case <-conn.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // onEvery runs f with the management link of every node, one after
