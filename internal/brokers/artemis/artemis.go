@@ -148,19 +148,29 @@ func (d *Driver) dial(ctx context.Context, addr string) (*amqp.Conn, error) {
 
 // connect opens a client's connection: to the next node in turn, so
 // that clients spread over a cluster's nodes, or to the first after it
-// that answers. A refusal of the credentials or certificate ends the
-// attempts: the other nodes would refuse them too.
+// that answers (see connectFrom).
 func (d *Driver) connect(ctx context.Context) (*amqp.Conn, error) {
-	from := d.next.Add(1) - 1
+	conn, _, err := d.connectFrom(ctx, d.next.Add(1)-1)
+	return conn, err
+}
+
+// connectFrom opens a connection to the first node that answers, trying
+// each once in turn from the one at index from (modulo their number),
+// and returns it with the index of its node. A refusal of the
+// credentials or certificate ends the attempts: the other nodes would
+// refuse them too.
+func (d *Driver) connectFrom(ctx context.Context, from uint64) (*amqp.Conn, uint64, error) {
+	n := uint64(len(d.nodes))
 	var errs []error
-	for k := range uint64(len(d.nodes)) {
-		conn, err := d.dial(ctx, d.nodes[(from+k)%uint64(len(d.nodes))].addr)
+	for k := range n {
+		at := (from + k) % n
+		conn, err := d.dial(ctx, d.nodes[at].addr)
 		if err == nil || errors.Is(err, driver.ErrRefused) || ctx.Err() != nil {
-			return conn, err
+			return conn, at, err
 		}
 		errs = append(errs, err)
 	}
-	return nil, errors.Join(errs...)
+	return nil, 0, errors.Join(errs...)
 }
 
 // isSASLFailure reports whether err is go-amqp's report of a failed SASL

@@ -20,9 +20,10 @@ import (
 // each on every node): every acknowledged message is delivered exactly
 // once, and some reach a consumer on another node than their producer's
 // (forwarded). With the consumers closed, messages sent then wait in the
-// nodes' queues; node 2 killed (SIGKILL) and started again rejoins the
-// cluster, and a re-read of every node finds each of them once: a node's
-// journal keeps its share through a kill. A send that fails on a busy
+// nodes' queues; node 2 is killed (SIGKILL), and a producer that was on
+// it sends on another node; node 2 started again rejoins the cluster,
+// and a re-read of every node finds each acknowledged message once: a
+// node's journal keeps its share through a kill. A send that fails on a busy
 // machine is not a fault of the cluster: only acknowledged messages are
 // held to account.
 func TestLocalClusterForwards(t *testing.T) {
@@ -92,9 +93,7 @@ func TestLocalClusterForwards(t *testing.T) {
 	mu.Unlock()
 
 	waiting := produce(ctx, t, d, topic, "second", 60)
-	if err := c.Node(2).Kill(); err != nil {
-		t.Fatal(err)
-	}
+	waiting = append(waiting, moveOffKilled(ctx, t, d, c, topic)...)
 	if err := c.Restart(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +112,58 @@ func TestLocalClusterForwards(t *testing.T) {
 			t.Errorf("acknowledged message %s found %d times in the queues after node 2's restart; want once", v, found[v])
 		}
 	}
+}
+
+// moveOffKilled kills node 2 of c under a producer of d connected to it,
+// which sends until a message is acknowledged (it has moved to another
+// node), and returns the acknowledged ones.
+func moveOffKilled(ctx context.Context, t *testing.T, d driver.Driver, c *local.Cluster, topic string) []string {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		acked []string
+	)
+	spec := driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: 1000}
+	// The driver's clients take the nodes in turn: 9 so far.
+	onOne, err := d.NewProducer(ctx, spec, func(*driver.Message, error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onOne.Close()
+	onTwo, err := d.NewProducer(ctx, spec, func(m *driver.Message, err error) {
+		if err == nil {
+			mu.Lock()
+			acked = append(acked, string(m.Value))
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onTwo.Close()
+	if err := c.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		mu.Lock()
+		moved := len(acked) > 0
+		mu.Unlock()
+		if moved {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a producer on node 2, killed, did not send on another node within a minute")
+		}
+		onTwo.Send(ctx, &driver.Message{Value: fmt.Appendf(nil, "2-moved-%d", i)})
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := onTwo.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return acked
 }
 
 // produce sends n messages from each of three producers of d to topic,
