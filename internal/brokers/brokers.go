@@ -67,6 +67,12 @@ type Module struct {
 	// Optional: without it, faults need a local cluster.
 	Faults func(drv driver.Driver, schedule []workload.Fault) (sched []faults.Scheduled, heal func(), err error)
 
+	// NoLeader, when not empty, says why faults cannot aim at a leader or
+	// a controller (node: leader, controller): the broker has neither.
+	// Optional: without it, such faults need a driver that can say which
+	// node leads (driver.Placement, driver.HostPlacement).
+	NoLeader string
+
 	// Metrics is how the broker's nodes' own metrics are read; nil when
 	// they have none, and NoMetrics says why.
 	Metrics *Metrics

@@ -24,6 +24,7 @@ const (
 	CapLocal        = "local cluster"
 	CapLocalNodes   = "local nodes"
 	CapLinks        = "links"
+	CapLeader       = "leader"
 )
 
 // UnsupportedError is a run's need that the broker's module declares it
@@ -95,6 +96,12 @@ func Check(name string, n Need) error {
 	if t := w.Transactions; t != nil && !c.Transactions {
 		errs = append(errs, missing(CapTransactions, "transactionSize",
 			"transactions of %d messages asked; its producers cannot commit or abort a group of messages, and its consumers cannot leave out aborted ones: run the workload without the transaction fields", t.Size))
+	}
+	for _, f := range w.Faults {
+		if m.NoLeader != "" && (f.Node == workload.NodeLeader || f.Node == workload.NodeController) {
+			errs = append(errs, &UnsupportedError{Broker: name, Capability: CapLeader, File: fmt.Sprintf("%s:%d", w.Source, f.Line), Field: "faults",
+				Msg: fmt.Sprintf("the fault aims at the %s, and %s", f.Node, m.NoLeader)})
+		}
 	}
 	if n.Driver != nil {
 		if acks, ok := n.Driver.Producer.Get("acks"); ok && len(c.AcksLevels) > 0 && !slices.Contains(c.AcksLevels, acks) {

@@ -14,7 +14,7 @@ func init() {
 	noDriver := func(*workload.DriverConfig, driver.Options) (driver.Driver, error) {
 		return nil, errors.New("no driver")
 	}
-	Register(Module{Name: "test-queue", New: noDriver, Docs: "docs/drivers/test.md",
+	Register(Module{Name: "test-queue", New: noDriver, Docs: "docs/drivers/test.md", NoLeader: "its nodes share nothing",
 		Local:     &Local{Kind: "test-queue", Port: 1, New: func(int, int) *local.Cluster { return nil }, MaxNodes: 1, NoLinks: "its nodes resolve peers themselves", Help: "Test (test-queue) is a kind of tests."},
 		NoMetrics: "none"})
 	Register(Module{Name: "test-log", New: noDriver, Docs: "docs/drivers/test.md", NoLocal: "in process", NoMetrics: "none",
@@ -55,6 +55,15 @@ func TestCheck(t *testing.T) {
 		// has none.
 		{"transactions on a broker without", "test-queue", workload.Workload{Topics: 1, ProducersPerTopic: 1, Transactions: &workload.Transactions{Size: 10}},
 			Need{}, []string{CapTransactions}},
+		// Faults aimed at a leader or controller on a broker that has
+		// neither; a node id or a random one is taken.
+		{"leader fault on a broker without leaders", "test-queue", workload.Workload{Topics: 1, ProducersPerTopic: 1,
+			Faults: []workload.Fault{{Action: workload.FaultKill, Node: workload.NodeLeader, Line: 7}, {Action: workload.FaultPause, Node: workload.NodeController, Line: 8}}},
+			Need{}, []string{CapLeader}},
+		{"node faults on a broker without leaders", "test-queue", workload.Workload{Topics: 1, ProducersPerTopic: 1,
+			Faults: []workload.Fault{{Action: workload.FaultKill, Node: "2"}, {Action: workload.FaultKill, Node: workload.NodeRandom}}}, Need{}, nil},
+		{"leader fault on a broker that does not declare", "test-log", workload.Workload{Topics: 1, ProducersPerTopic: 1,
+			Faults: []workload.Fault{{Action: workload.FaultKill, Node: workload.NodeLeader}}}, Need{}, nil},
 		{"transactions on a broker with", "test-log", workload.Workload{Topics: 1, ProducersPerTopic: 1, Transactions: &workload.Transactions{Size: 10}}, Need{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,10 +85,26 @@ func TestCheck(t *testing.T) {
 					t.Errorf("error %q does not name the %q capability", err, c)
 				}
 			}
+
 		})
 	}
 	if err := Check("nope", Need{Workload: &workload.Workload{}}); !errors.Is(err, ErrUnknownDriver) {
 		t.Errorf("unknown driver: %v", err)
+	}
+}
+
+// TestCheckLeaderFaults: a fault aimed at a leader or controller of a
+// broker that has neither is refused where it is, with the module's
+// reason.
+func TestCheckLeaderFaults(t *testing.T) {
+	w := &workload.Workload{Source: "w.yaml", Topics: 1, ProducersPerTopic: 1,
+		Faults: []workload.Fault{{Action: workload.FaultKill, Node: workload.NodeLeader, Line: 7}, {Action: workload.FaultPause, Node: workload.NodeController, Line: 8}}}
+	err := Check("test-queue", Need{Workload: w})
+	for _, want := range []string{"w.yaml:7: faults: ", "aims at the leader, and its nodes share nothing",
+		"w.yaml:8: faults: ", "aims at the controller, and its nodes share nothing"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
 	}
 }
 

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -272,5 +277,72 @@ driver:
 		if proc.Live(pid) {
 			t.Errorf("node process %d still runs after local down", pid)
 		}
+	}
+}
+
+// TestBrokerKilledFromOutsideFailsTheRun: a local broker killed from
+// outside in the middle of a run, with no fault of the workload to kill
+// it, fails the run (exit 1), and the verdict names the node, whatever
+// else the run met on this machine (failed sends, an outage, a disturbed
+// machine).
+func TestBrokerKilledFromOutsideFailsTheRun(t *testing.T) {
+	testbroker.Need(t, "a local NATS server")
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	t.Setenv("BROKERBENCH_STATE", state)
+	defer execute("local", "down", "nats", "--port", "29641")
+	if code, stdout, stderr := execute("local", "up", "nats", "--port", "29641"); code != ExitOK {
+		t.Fatalf("local up: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	pids, _ := filepath.Glob(filepath.Join(state, "*", "*", "node.pid"))
+	if len(pids) != 1 {
+		pids, _ = filepath.Glob(filepath.Join(state, "*", "node.pid"))
+	}
+	if len(pids) != 1 {
+		t.Fatalf("node PID files under %s: %q, want one", state, pids)
+	}
+	b, err := os.ReadFile(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := filepath.Join(dir, "wl.yaml")
+	if err := os.WriteFile(wl, []byte("name: killed\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: 100\nrate: 500\nwarmup: 1s\nduration: 6s\ndriver:\n  driver: nats\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(context.Background(), []string{"run", wl, "--local-port", "29641", "--out", out, "--drain-timeout", "5s"}, IO{Out: &stdout, Err: &stderr})
+	}()
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(stderr.String(), "producing:"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not start producing in 2 minutes:\n%s", stderr.String())
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the run did not end within 5 minutes of its broker's kill")
+	}
+	printed := stdout.String() + stderr.String()
+	// How it ended is known only to the process that started it: here,
+	// the 'local up' before the run.
+	node := fmt.Sprintf("nats node 1 (127.0.0.1, pid %d) ", pid)
+	want := "the broker stopped during the run, and no fault of the workload stopped it: " + node
+	if code != ExitRunFailed || !strings.Contains(printed, want) {
+		t.Fatalf("exit %d, want %d and %q in the output:\n%s", code, ExitRunFailed, want, printed)
+	}
+	if res, err := results.Read(out); err == nil && !slices.ContainsFunc(res.BrokerStopped, func(s string) bool { return strings.HasPrefix(s, node) }) {
+		t.Errorf("results file: brokerStopped %q, want %q", res.BrokerStopped, node)
 	}
 }

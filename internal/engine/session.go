@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	goio "io"
+	"strings"
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -115,6 +117,10 @@ func (s *session) measure(spec runSpec) (*results.Run, *output.Manager, error) {
 	if len(schedule) > 0 {
 		defer s.tgt.heal(context.WithoutCancel(ctx))
 	}
+	var running map[int]int // the local nodes' processes, without faults to stop them
+	if s.tgt.cluster != nil && len(schedule) == 0 {
+		running = s.tgt.cluster.RunningPIDs()
+	}
 	cfg.Workload, cfg.Driver, cfg.ID, cfg.Journal, cfg.Faults = spec.w, drv, spec.id, outs, schedule
 	cfg.SampleSystem, cfg.Abandon = s.tgt.systemSampler(), s.sig.Abandon
 	exec := spec.exec
@@ -124,6 +130,16 @@ func (s *session) measure(spec runSpec) (*results.Run, *output.Manager, error) {
 	res, err := exec(ctx, cfg)
 	if res != nil {
 		describe(res, env, spec.dc, drv, spec.w)
+	}
+	if running != nil {
+		if stopped := s.tgt.cluster.StoppedSince(running); len(stopped) > 0 {
+			if res != nil {
+				res.BrokerStopped = stopped
+			}
+			if err != nil {
+				err = fmt.Errorf("%w (the broker stopped during the run: %s)", err, strings.Join(stopped, "; "))
+			}
+		}
 	}
 	return res, outs, err
 }

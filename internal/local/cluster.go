@@ -92,10 +92,22 @@ type Metered interface {
 // StartInOrder is implemented by kinds whose new cluster's nodes must
 // start one after another, each serving before the next starts: a new
 // node joins the cluster through the nodes already running. The nodes of
-// an existing cluster start together, as its members wait for each other.
+// an existing cluster start together, as its members wait for each other,
+// unless the kind is a RestartInOrder.
 type StartInOrder interface {
 	// NodeReady returns nil once node n serves.
 	NodeReady(ctx context.Context, c *Cluster, n *Node) error
+}
+
+// RestartInOrder is implemented by StartInOrder kinds whose nodes start
+// one after another also when the cluster starts again with its data:
+// RocketMQ's name server keeps nothing, and its proxy stops at once
+// unless a broker has registered with it again.
+type RestartInOrder interface {
+	StartInOrder
+	// RestartsInOrder reports whether the nodes of an existing cluster
+	// start in order.
+	RestartsInOrder() bool
 }
 
 // LastToStop is implemented by kinds some of whose nodes must outlive the
@@ -506,11 +518,14 @@ func (c *Cluster) Up(ctx context.Context) (Status, error) {
 		}
 	}
 	ordered, inOrder := c.Kind.(StartInOrder)
+	if r, ok := c.Kind.(RestartInOrder); !fresh {
+		inOrder = ok && r.RestartsInOrder()
+	}
 	initializer, initializes := c.Kind.(Initializer)
 	for i, n := range c.nodes {
 		err := c.startNode(n)
-		if err == nil && inOrder && fresh {
-			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (a new cluster's nodes start one after another)", c.Kind.Name(), n.ID),
+		if err == nil && inOrder {
+			err = c.waitFor(ctx, 120*time.Second, fmt.Sprintf("%s node %d to serve (the cluster's nodes start one after another)", c.Kind.Name(), n.ID),
 				c.nodes[:i+1], func(ctx context.Context) error { return ordered.NodeReady(ctx, c, n) })
 		}
 		if err == nil && inOrder && initializes && fresh {
@@ -626,7 +641,9 @@ func (c *Cluster) stopForked(nodes []*Node) error {
 // that expect it there), else chosen free by the system. A cluster started
 // again with its data keeps the ports it recorded where they are still
 // free, as its data may name them (a Pulsar bookie's identity is its
-// address). The client port of a node that is taken by another process is
+// address). A listener the node binds on every address (Node.EveryAddress)
+// gets a port free on every address, used by no other listener of the
+// cluster. The client port of a node that is taken by another process is
 // an error: brokers must be reachable where the user expects.
 func (c *Cluster) plan(prev record, fresh bool) error {
 	recorded := map[int]map[string]int{}
@@ -647,7 +664,9 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 		c.proxy = c.linkProxyNode()
 		planned = append(slices.Clip(planned), c.proxy)
 	}
-	taken := map[string]map[int]bool{}
+	// taken holds the ports handed out on each host ("": every address,
+	// see Node.EveryAddress); anywhere all of them.
+	taken, anywhere := map[string]map[int]bool{"": {}}, map[int]bool{}
 	for _, n := range planned {
 		if fresh {
 			if err := os.RemoveAll(n.Dir); err != nil {
@@ -661,22 +680,28 @@ func (c *Cluster) plan(prev record, fresh bool) error {
 			taken[n.Host] = map[int]bool{}
 		}
 		for _, name := range slices.Sorted(maps.Keys(n.Ports)) {
+			host, where := n.Host, n.Host
+			inUse := func(p int) bool { return taken[n.Host][p] || taken[""][p] }
+			if slices.Contains(n.EveryAddress, name) {
+				host, where = "", "every address"
+				inUse = func(p int) bool { return anywhere[p] }
+			}
 			preferred := recorded[n.ID][name]
 			if preferred == 0 {
 				preferred = n.Ports[name]
 			}
 			if name == "client" {
 				preferred = c.Port
-				if !portFree(n.Host, preferred) {
-					return fmt.Errorf("port %d on %s: %w", preferred, n.Host, ErrPortInUse)
+				if !portFree(host, preferred) {
+					return fmt.Errorf("port %d on %s: %w", preferred, where, ErrPortInUse)
 				}
 			}
-			port, err := allocatePort(n.Host, preferred, taken[n.Host])
+			port, err := allocatePort(host, preferred, inUse)
 			if err != nil {
 				return err
 			}
 			n.Ports[name] = port
-			taken[n.Host][port] = true
+			taken[host][port], anywhere[port] = true, true
 		}
 	}
 	return nil

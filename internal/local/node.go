@@ -26,7 +26,12 @@ type Node struct {
 	Host string `json:"host"`
 	// Ports maps each of the node's listeners to its port on Host.
 	Ports map[string]int `json:"ports"`
-	Dir   string         `json:"dir"`
+	// EveryAddress names the listeners the node's process binds on every
+	// address rather than on Host (the software has no setting for it):
+	// their ports are chosen free on every address and apart from every
+	// other port of the cluster.
+	EveryAddress []string `json:"everyAddress,omitempty"`
+	Dir          string   `json:"dir"`
 	// exit is what became of the process this process last started for
 	// the node; nil if it started none.
 	exit *exited

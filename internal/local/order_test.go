@@ -96,3 +96,52 @@ func TestStoreFirstAndLast(t *testing.T) {
 		t.Errorf("the store's port moved from %d to %d when the cluster started again", port, got)
 	}
 }
+
+// restartKind is storeKind whose nodes start one after another also when
+// the cluster starts again with its data; NodeReady records, for each
+// node, which nodes run when it is asked.
+type restartKind struct {
+	storeKind
+	ready *[]string
+}
+
+func (k restartKind) NodeReady(_ context.Context, c *Cluster, n *Node) error {
+	var running []string
+	for _, m := range c.Nodes() {
+		if _, ok := m.PID(); ok {
+			running = append(running, fmt.Sprint(m.ID))
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	*k.ready = append(*k.ready, fmt.Sprintf("%d after %s", n.ID, strings.Join(running, ",")))
+	return nil
+}
+
+func (restartKind) RestartsInOrder() bool { return true }
+
+// TestRestartInOrder: a kind that restarts in order has its nodes start
+// one after another, each asked whether it serves before the next
+// starts, when the cluster starts again with its data too.
+func TestRestartInOrder(t *testing.T) {
+	var calls, ready []string
+	kind := restartKind{storeKind: storeKind{mu: &sync.Mutex{}, initialized: &calls}, ready: &ready}
+	dir := t.TempDir()
+	ctx := context.Background()
+	for range 2 {
+		c := &Cluster{Kind: kind, StateDir: dir, Brokers: 2, StartedBy: StartedByUser, Log: &syncBuffer{}}
+		if _, err := c.Up(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Down(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inOrder := []string{"101 after 101", "1 after 101,1", "2 after 101,1,2"}
+	if want := append(slices.Clone(inOrder), inOrder...); !slices.Equal(ready, want) {
+		t.Errorf("the nodes were asked whether they serve %q, want %q", ready, want)
+	}
+	if len(calls) != 3 {
+		t.Errorf("the new cluster's step ran %q: want it once for each node, and not again", calls)
+	}
+}

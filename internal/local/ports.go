@@ -7,7 +7,7 @@ import (
 )
 
 // portFree reports whether nothing listens on host:port and it can be
-// bound.
+// bound; host "" is every address.
 func portFree(host string, port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
@@ -17,11 +17,12 @@ func portFree(host string, port int) bool {
 	return true
 }
 
-// allocatePort returns preferred if it is free on host (0: no preference),
-// else a port the system picks as free on host. taken lists ports already
-// handed out on host, which are skipped though not yet bound.
-func allocatePort(host string, preferred int, taken map[int]bool) (int, error) {
-	if preferred > 0 && !taken[preferred] && portFree(host, preferred) {
+// allocatePort returns preferred if it is free on host ("": every
+// address; preferred 0: no preference), else a port the system picks as
+// free there. taken says which ports are already handed out, to be
+// skipped though not yet bound.
+func allocatePort(host string, preferred int, taken func(port int) bool) (int, error) {
+	if preferred > 0 && !taken(preferred) && portFree(host, preferred) {
 		return preferred, nil
 	}
 	for range 100 {
@@ -31,7 +32,7 @@ func allocatePort(host string, preferred int, taken map[int]bool) (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if !taken[port] {
+		if !taken(port) {
 			return port, nil
 		}
 	}

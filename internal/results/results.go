@@ -63,6 +63,11 @@ type Run struct {
 	// run's topics whose leader after the run differs from the one at the
 	// start of the measurement; nil when the driver cannot tell.
 	LeaderMoves *int `json:"leaderMoves,omitempty"`
+	// BrokerStopped, in a run without faults on a local cluster
+	// brokerbench knows, names a line each the nodes that ran when the
+	// run began and no longer ran as the same process when it ended:
+	// killed or stopped from outside, crashed, or started again.
+	BrokerStopped []string `json:"brokerStopped,omitempty"`
 	// Distributed is set for a run spread over several workers: how, and
 	// what each worker measured. Everything else in the run is merged
 	// over the workers.

@@ -64,8 +64,10 @@ type Verdict struct {
 }
 
 // Judge returns the verdict of r. Checks run in order of precedence: an
-// interrupted run is partial whatever else holds; a run that acknowledged
-// nothing, or failed more than MaxFailedShare of its sends, failed; then
+// interrupted run is partial whatever else holds; a run during which a
+// node of the local cluster stopped with no fault to stop it (killed from
+// outside, crashed), a run that acknowledged nothing, or one that failed
+// more than MaxFailedShare of its sends, failed; then
 // messages of aborted transactions read, lost messages, a broker count
 // that differs, a max-rate search that found nothing, a machine disturbed by other processes, a target missed because
 // of the load generator, a target missed, consumers that fell behind. A
@@ -79,6 +81,9 @@ func Judge(r *Run) Verdict {
 		return Verdict{Failed, strings.Join(r.Distributed.Failures(), "; ") + "; the results of the others are written, partial"}
 	case r.Partial:
 		return Verdict{Interrupted, "run interrupted (" + r.PartialReason + "); partial results written"}
+	case len(r.BrokerStopped) > 0:
+		return Verdict{Failed, "the broker stopped during the run, and no fault of the workload stopped it: " + strings.Join(r.BrokerStopped, "; ") +
+			"; the figures describe a broker that went down"}
 	case c.Sent > 0 && c.Acked == 0:
 		return Verdict{Failed, fmt.Sprintf("no message was acknowledged: %d sent, %d failed%s", c.Sent, c.Failed, FailureKinds(c))}
 	case c.Sent > 0 && float64(c.Failed) > MaxFailedShare*float64(c.Sent) && len(r.Faults) == 0:
@@ -104,7 +109,7 @@ func Judge(r *Run) Verdict {
 	case disturbed(r):
 		reason := DisturbanceText(r.Measured.System) + " during the measurement; the figures describe a shared machine, not the broker"
 		if t := r.Target; t != nil && !t.Held {
-			reason += " (target rate not held: " + t.Reason + ")"
+			reason += " (target rate not held: " + t.Reason + limitText(t) + ")"
 		}
 		return Verdict{Disturbed, reason}
 	case len(r.Faults) > 0:

@@ -71,6 +71,15 @@ func TestJudge(t *testing.T) {
 		{"consumers behind", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{ConsumersBehind: "the consumers fell behind"}}, ConsumerBound, "fell behind"},
 		// A missed target names its limit.
 		{"target missed, limit", Run{Counts: Counts{Sent: 10, Acked: 10}, Target: &Target{Held: false, Reason: "late", Limit: "the broker: an outage"}}, TargetNotHeld, "late; limited by the broker: an outage"},
+		// A local node that stopped during the run is the broker's
+		// failure, whatever else the run met: it outranks a disturbed
+		// machine and the outage it caused.
+		{"node stopped", Run{BrokerStopped: []string{"kafka node 2 (127.0.1.2, pid 7) was ended by signal 9 (killed) from outside"}, Counts: Counts{Sent: 10, Acked: 10},
+			Measured: Aggregate{System: &System{OtherCPU: 140, Cores: 2}}, Target: &Target{Held: false, Reason: "late", Limit: "the broker: an outage"}},
+			Failed, "the broker stopped during the run, and no fault of the workload stopped it: kafka node 2 (127.0.1.2, pid 7) was ended by signal 9"},
+		// A disturbed machine still names what limited the missed target.
+		{"disturbed, limit named", Run{Counts: Counts{Sent: 10, Acked: 10}, Measured: Aggregate{System: &System{OtherCPU: 140, Cores: 2}},
+			Target: &Target{Held: false, Reason: "late", Limit: "the broker: an outage, no acknowledgement for 40.0 s"}}, Disturbed, "(target rate not held: late; limited by the broker: an outage, no acknowledgement for 40.0 s)"},
 		// A failed run is reported as failed even if its target was missed.
 		{"failed beats target", Run{Counts: Counts{Sent: 10, Failed: 10}, Target: &Target{Held: false}}, Failed, "no message"},
 	}

@@ -53,17 +53,17 @@ func (l latencies) summaries() summaries {
 
 // encode returns the histograms encoded; one that cannot be encoded is
 // left empty and named in the error.
-func (h summaries) encode() (results.Histograms, error) {
+func (l latencies) encode() (results.Histograms, error) {
 	var out results.Histograms
 	var errs []error
-	encoded := map[*string]*hdrhistogram.Histogram{
-		&out.PublishLatency: h.pub, &out.ServiceTime: h.svc, &out.SendLag: h.lag, &out.EndToEndLatency: h.e2e,
+	encoded := map[*string]*metrics.Counts{
+		&out.PublishLatency: l.pub, &out.ServiceTime: l.svc, &out.SendLag: l.lag, &out.EndToEndLatency: l.e2e,
 	}
-	if h.commit.TotalCount() > 0 {
-		encoded[&out.CommitLatency] = h.commit
+	if l.commit.Total() > 0 {
+		encoded[&out.CommitLatency] = l.commit
 	}
-	for dst, hh := range encoded {
-		enc, err := metrics.Encode(hh)
+	for dst, c := range encoded {
+		enc, err := c.Encode()
 		*dst = enc
 		errs = append(errs, err)
 	}
@@ -121,7 +121,7 @@ func (c *collector) sample(phase results.Phase) results.Interval {
 		c.warm.merge(c.cur)
 	}
 	if j := c.r.cfg.Journal; j != nil {
-		h, _ := cur.encode() // an interval without histograms still has its counts
+		h, _ := c.cur.encode() // an interval without histograms still has its counts
 		j.Interval(iv, h)
 	}
 	c.cur.reset()

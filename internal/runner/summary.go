@@ -36,7 +36,7 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 		m.CommitLatency = &commit
 	}
 	var err error
-	if r.res.Histograms, err = agg.encode(); err != nil {
+	if r.res.Histograms, err = c.agg.encode(); err != nil {
 		r.res.Warnings = append(r.res.Warnings, err.Error())
 	}
 	r.watched(m, c.measureTo)

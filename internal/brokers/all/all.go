@@ -12,6 +12,7 @@ import (
 	_ "github.com/brokerbench/brokerbench/internal/brokers/nsq"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/pulsar"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
+	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/amqp10"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rabbitmq/stream"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/redis"
 	_ "github.com/brokerbench/brokerbench/internal/brokers/rocketmq"

@@ -1,5 +1,6 @@
 // Package artemis is brokerbench's ActiveMQ Artemis: its driver, over
-// AMQP 1.0 on go-amqp; the local broker brokerbench starts (Kind); and
+// AMQP 1.0 on the client side the AMQP 1.0 drivers share (package
+// amqp10, on go-amqp); the local broker brokerbench starts (Kind); and
 // the module that registers them (module.go).
 //
 // A topic is an Artemis address with multicast routing, without
@@ -26,13 +27,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"sync"
 	"sync/atomic"
 
 	"github.com/Azure/go-amqp"
 
+	"github.com/brokerbench/brokerbench/internal/amqp10"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -42,8 +43,9 @@ import (
 // and queues are made on every node. It is safe for concurrent use.
 type Driver struct {
 	cfg   *config
-	opts  driver.Options
 	nodes []*node // one per acceptor address of cfg
+	// brokers are the nodes' brokers, for the clients' connections.
+	brokers []*amqp10.Broker
 	// next is the node the next client connects to first.
 	next atomic.Uint64
 }
@@ -51,16 +53,15 @@ type Driver struct {
 // node is one broker the driver reaches, and its connection of
 // management requests, made on first use.
 type node struct {
-	addr  string
-	mu    sync.Mutex
-	admin *amqp.Conn
-	mgmt  *management // nil without a management address
+	broker *amqp10.Broker
+	mu     sync.Mutex
+	admin  *amqp.Conn
+	mgmt   *management // nil without a management address
 }
 
 var (
 	_ driver.WrittenCounter          = (*Driver)(nil)
 	_ driver.ResettingWrittenCounter = (*Driver)(nil)
-	_ driver.Pauser                  = (*consumer)(nil)
 	_ driver.Rereader                = cluster{}
 	_ driver.Unplaced                = cluster{}
 )
@@ -88,9 +89,11 @@ func newDriver(dc *workload.DriverConfig, opts driver.Options) (*Driver, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, opts: opts}
+	d := &Driver{cfg: cfg}
 	for _, addr := range cfg.addrs {
-		d.nodes = append(d.nodes, &node{addr: addr})
+		b := &amqp10.Broker{Addr: addr, TLS: cfg.tls, Username: cfg.username, Password: cfg.password, Dial: opts.Dial}
+		d.nodes = append(d.nodes, &node{broker: b})
+		d.brokers = append(d.brokers, b)
 	}
 	return d, nil
 }
@@ -114,72 +117,38 @@ func (cluster) Unplaced() string {
 		"and forwards messages to the others' parts that have consumers; aim the fault at a node by number, or at random"
 }
 
-// dial opens an AMQP connection to the broker at addr, over TLS when
-// configured, authenticated with SASL PLAIN when a user is given and
-// SASL ANONYMOUS otherwise.
-func (d *Driver) dial(ctx context.Context, addr string) (*amqp.Conn, error) {
-	dial := d.opts.Dial
-	if d.cfg.tls != nil {
-		dial = driver.DialTLS(dial, d.cfg.tls)
-	}
-	nc, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("AMQP broker at %s: %w (is it running, and is url its AMQP acceptor?)", addr, err)
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	o := &amqp.ConnOptions{HostName: host, SASLType: amqp.SASLTypeAnonymous()}
-	if d.cfg.username != "" {
-		o.SASLType = amqp.SASLTypePlain(d.cfg.username, d.cfg.password)
-	}
-	conn, err := amqp.NewConn(ctx, nc, o)
-	if err != nil {
-		nc.Close()
-		var ae *amqp.Error
-		if errors.As(err, &ae) && ae.Condition == "amqp:unauthorized-access" || isSASLFailure(err) {
-			return nil, driver.Refused(fmt.Errorf("AMQP broker at %s: %w: check username and password", addr, err))
-		}
-		if advice := driver.TLSAdvice(err); advice != "" {
-			return nil, driver.Refused(fmt.Errorf("AMQP broker at %s: %w: %s", addr, err, advice))
-		}
-		return nil, fmt.Errorf("AMQP broker at %s: %w", addr, err)
-	}
-	return conn, nil
+// turn is the index of the node the next producer or consumer connects
+// to first, so that clients spread over a cluster's nodes; it connects
+// to the first after it that answers (see amqp10.ConnectFrom).
+func (d *Driver) turn() uint64 { return d.next.Add(1) - 1 }
+
+// NewProducer implements driver.Driver: a sender link to the topic's
+// address on a connection of its own, to the next node in turn, whose
+// messages the broker settles once it accepted them; once its
+// connection is lost, the producer connects to the next node that
+// answers. The "topic" capability has a broker that creates addresses on
+// demand make a multicast one.
+func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	return amqp10.NewProducer(ctx, d.brokers, d.turn(), amqp10.Link{Address: spec.Topic, Capabilities: []string{"topic"}}, d.cfg.durable, spec.MaxInFlight, ack)
 }
 
-// connect opens a client's connection: to the next node in turn, so
-// that clients spread over a cluster's nodes, or to the first after it
-// that answers (see connectFrom).
-func (d *Driver) connect(ctx context.Context) (*amqp.Conn, error) {
-	conn, _, err := d.connectFrom(ctx, d.next.Add(1)-1)
-	return conn, err
-}
-
-// connectFrom opens a connection to the first node that answers, trying
-// each once in turn from the one at index from (modulo their number),
-// and returns it with the index of its node. A refusal of the
-// credentials or certificate ends the attempts: the other nodes would
-// refuse them too.
-func (d *Driver) connectFrom(ctx context.Context, from uint64) (*amqp.Conn, uint64, error) {
-	n := uint64(len(d.nodes))
-	var errs []error
-	for k := range n {
-		at := (from + k) % n
-		conn, err := d.dial(ctx, d.nodes[at].addr)
-		if err == nil || errors.Is(err, driver.ErrRefused) || ctx.Err() != nil {
-			return conn, at, err
-		}
-		errs = append(errs, err)
+// NewConsumer implements driver.Driver: a receiver link, on a connection
+// of its own to the next node in turn, to the subscription's queue, which its first consumer
+// creates. A queue receives the messages routed to the address after it
+// exists (Artemis cannot replay), and the runner subscribes before it
+// produces: StartEarliest and StartNew are the same here.
+func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if err := checkName("subscription", spec.Subscription); err != nil {
+		return nil, err
 	}
-	return nil, 0, errors.Join(errs...)
+	if err := d.createQueue(ctx, spec.Topic, spec.Subscription); err != nil {
+		return nil, err
+	}
+	// The queue's fully qualified name; the "topic" capability has a
+	// broker that creates queues on demand make a multicast one.
+	source := spec.Topic + "::" + queueName(spec.Topic, spec.Subscription)
+	return amqp10.NewConsumer(ctx, d.brokers, d.turn(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, d.cfg.credit, consume)
 }
-
-// isSASLFailure reports whether err is go-amqp's report of a failed SASL
-// exchange (it has no error type of its own for it).
-func isSASLFailure(err error) bool {
-	return saslFailure.MatchString(err.Error())
-}
-
-var saslFailure = regexp.MustCompile(`(?i)sasl|authenticat`)
 
 // manage returns the connection of management requests to node n, and
 // their link when the driver has a management address: a new one when
@@ -187,12 +156,12 @@ var saslFailure = regexp.MustCompile(`(?i)sasl|authenticat`)
 func (d *Driver) manage(ctx context.Context, n *node) (*amqp.Conn, *management, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.admin != nil && lost(n.admin) {
+	if n.admin != nil && amqp10.Lost(n.admin) {
 		_ = n.admin.Close()
 		n.admin, n.mgmt = nil, nil
 	}
 	if n.admin == nil {
-		conn, err := d.dial(ctx, n.addr)
+		conn, err := n.broker.Connect(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -206,16 +175,6 @@ func (d *Driver) manage(ctx context.Context, n *node) (*amqp.Conn, *management, 
 		n.mgmt = m
 	}
 	return n.admin, n.mgmt, nil
-}
-
-// lost reports whether conn has closed.
-func lost(conn *amqp.Conn) bool {
-	select {
-	case <-conn.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // onEvery runs f with the management link of every node, one after
@@ -232,7 +191,7 @@ func (d *Driver) onEvery(ctx context.Context, f func(m *management) error) error
 			err = f(m)
 		}
 		if err != nil && len(d.nodes) > 1 {
-			err = fmt.Errorf("node %s: %w", n.addr, err)
+			err = fmt.Errorf("node %s: %w", n.broker.Addr, err)
 		}
 		errs = append(errs, err)
 	}

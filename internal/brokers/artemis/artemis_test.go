@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/amqp10"
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
@@ -271,7 +272,7 @@ func TestClientsSpread(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for range 2 {
-		if _, err := d.connect(ctx); err == nil {
+		if _, _, err := amqp10.ConnectFrom(ctx, d.brokers, d.turn()); err == nil {
 			t.Fatal("connected without a broker")
 		}
 	}

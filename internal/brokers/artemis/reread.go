@@ -36,7 +36,7 @@ func (d *Driver) Reread(ctx context.Context, topic, subscription string, found f
 	for _, n := range d.nodes {
 		if err := d.browse(ctx, n, topic, q, found); err != nil {
 			if len(d.nodes) > 1 {
-				err = fmt.Errorf("node %s: %w", n.addr, err)
+				err = fmt.Errorf("node %s: %w", n.broker.Addr, err)
 			}
 			return fmt.Errorf("re-read queue %s: %w", q, err)
 		}
@@ -58,7 +58,7 @@ func (d *Driver) browse(ctx context.Context, n *node, topic, q string, found fun
 	if count == 0 {
 		return nil
 	}
-	conn, err := d.dial(ctx, n.addr)
+	conn, err := n.broker.Connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (d *Driver) forwarding(ctx context.Context) ([]string, error) {
 		}
 		var names []string
 		if err := m.invoke(ctx, "broker", "getQueueNames", &names); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: list its queues: %w", n.addr, err))
+			errs = append(errs, fmt.Errorf("node %s: list its queues: %w", n.broker.Addr, err))
 			continue
 		}
 		var total int64
@@ -141,12 +141,12 @@ func (d *Driver) forwarding(ctx context.Context) ([]string, error) {
 			}
 			var count int64
 			if err := m.attribute(ctx, "queue."+name, "messageCount", &count); err != nil {
-				errs = append(errs, fmt.Errorf("node %s: count the messages of %s: %w", n.addr, name, err))
+				errs = append(errs, fmt.Errorf("node %s: count the messages of %s: %w", n.broker.Addr, name, err))
 			}
 			total += count
 		}
 		if total > 0 {
-			held = append(held, fmt.Sprintf("%s: %d", n.addr, total))
+			held = append(held, fmt.Sprintf("%s: %d", n.broker.Addr, total))
 		}
 	}
 	return held, errors.Join(errs...)

@@ -33,7 +33,7 @@ func Run(t *testing.T, name string, tg drivertest.Target) {
 	}
 	tg.Capabilities = m.Capabilities
 	if tg.Bound == 0 {
-		tg.Bound = 30 * time.Second
+		tg.Bound = drivertest.DefaultBound
 	}
 	drivertest.Run(t, tg)
 	t.Run("FixedRateRun", func(t *testing.T) { fixedRateRun(t, tg) })

@@ -2,11 +2,15 @@ package nsq
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -19,20 +23,40 @@ const Version = "1.3.0"
 // dependencies; a module that builds NSQ's commands must make it too.
 const goSvc = "github.com/judwhite/go-svc=github.com/mreiferson/go-svc@v1.2.2-0.20210815184239-7a96e00010f6"
 
-// NewLocal returns a local nsqd on port (its TCP port; its HTTP API on
-// another), with default directories ("nsq-PORT" under the state
-// directory).
+// NewLocal returns a local NSQ cluster of brokers nsqd nodes, their TCP
+// port port (their HTTP APIs on others), with default directories
+// ("nsq-PORT" under the state directory).
 func NewLocal(port, brokers int) *local.Cluster {
 	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("nsq-%d", port)),
 		Port: port, Brokers: brokers}
 }
 
-// Kind is the local.Kind of a single nsqd, without nsqlookupd: with one
-// nsqd, clients connect to it directly and there is nothing to look up.
-// nsqd keeps up to 10,000 messages of each topic and channel in memory
-// (its default --mem-queue-size) and writes the rest to its data
-// directory.
+// Kind is the local.Kind of NSQ. One nsqd is a node of its own, without
+// nsqlookupd: clients connect to it directly and there is nothing to
+// look up. More are a cluster as NSQ deploys one: an nsqlookupd node
+// (its TCP listener "lookupd-tcp", its HTTP API "lookupd-http"), which
+// every nsqd registers its topics and channels with, and nsqd node i
+// (its TCP listener "client", its HTTP API "http"). The nsqd nodes share
+// nothing: a message lives on the node it was published to, without a
+// copy elsewhere. nsqd keeps up to 10,000 messages of each topic and
+// channel in memory (its default --mem-queue-size) and writes the rest
+// to its data directory.
 type Kind struct{}
+
+var (
+	_ local.StartInOrder = Kind{}
+	_ local.Metered      = Kind{}
+)
+
+// lookupdNodeID is the id of a cluster's nsqlookupd node, after the
+// nsqd nodes' as Kafka's dedicated controllers' are.
+const lookupdNodeID = 101
+
+// Roles of the nodes of a local NSQ cluster.
+const (
+	roleNSQD    = "broker" // an nsqd: the role faults aimed at a random broker choose from
+	roleLookupd = "nsqlookupd"
+)
 
 // Name implements local.Kind.
 func (Kind) Name() string { return "nsq" }
@@ -43,19 +67,30 @@ func (Kind) Product() string { return "NSQ" }
 // Version implements local.Kind.
 func (Kind) Version() string { return Version }
 
-func nsqdBinary(cacheDir string) string {
-	return filepath.Join(cacheDir, "nsq-"+Version, "nsqd")
+// binary is the executable of NSQ's command name ("nsqd"), under
+// cacheDir.
+func binary(cacheDir, name string) string {
+	return filepath.Join(cacheDir, "nsq-"+Version, name)
 }
 
-// Install builds the pinned nsqd release from the Go module proxy into
-// cacheDir, unless already there (Build).
+// commands are the NSQ commands a local cluster runs.
+var commands = []string{"nsqd", "nsqlookupd"}
+
+// Install builds the pinned release's nsqd and nsqlookupd from the Go
+// module proxy into cacheDir, unless both are already there (Build).
 func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...any)) error {
-	bin := nsqdBinary(cacheDir)
-	if _, err := os.Stat(bin); err == nil {
+	var pkgs []string
+	for _, name := range commands {
+		if _, err := os.Stat(binary(cacheDir, name)); err != nil {
+			pkgs = append(pkgs, "apps/"+name)
+		}
+	}
+	if len(pkgs) == 0 {
 		return nil
 	}
-	logf("building nsqd %s from the Go module proxy into %s (about 20 s on first use)", Version, filepath.Dir(bin))
-	return Build(ctx, filepath.Dir(bin), "apps/nsqd")
+	dir := filepath.Dir(binary(cacheDir, "nsqd"))
+	logf("building %s %s from the Go module proxy into %s (about 20 s on first use)", strings.Join(pkgs, ", "), Version, dir)
+	return Build(ctx, dir, pkgs...)
 }
 
 // Build builds commands of the pinned NSQ release, packages of module
@@ -97,45 +132,191 @@ func Build(ctx context.Context, dir string, pkgs ...string) error {
 	return nil
 }
 
-// Layout implements local.Kind: one nsqd on loopback, its TCP port the
-// cluster's client port and its HTTP API on a port of its own.
+// Layout implements local.Kind: one nsqd on 127.0.0.1; or the
+// nsqlookupd node (id 101, on 127.0.2.1), first as it starts first, then
+// nsqd node i on 127.0.1.i. An nsqd's TCP port is the cluster's client
+// port; its HTTP API, and nsqlookupd's listeners, are on ports of their
+// own.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
-	return []*local.Node{{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),
-		Ports: map[string]int{"client": 0, "http": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+	var nodes []*local.Node
+	if c.Brokers > 1 {
+		nodes = append(nodes, &local.Node{ID: lookupdNodeID, Roles: []string{roleLookupd}, Host: local.LoopbackHost(false, true, 1),
+			Ports: map[string]int{"lookupd-tcp": 0, "lookupd-http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", lookupdNodeID))})
+	}
+	for i := 1; i <= c.Brokers; i++ {
+		nodes = append(nodes, &local.Node{ID: i, Roles: []string{roleNSQD}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0, "http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
+	}
+	return nodes
+}
+
+// lookupdNode is the nsqlookupd node among nodes, or nil.
+func lookupdNode(nodes []*local.Node) *local.Node {
+	for _, n := range nodes {
+		if n.HasRole(roleLookupd) {
+			return n
+		}
+	}
+	return nil
 }
 
 // Configure implements local.Kind: nsqd takes its settings as flags
-// (Command); its data directory is made here. Its module declares one
-// node and no links, so package brokers refuses more before a cluster
-// starts.
+// (Command), and its data directory is made here; nsqlookupd, which
+// keeps nothing on disk, reads its listeners from a config file in its
+// node's directory.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
-	return os.MkdirAll(filepath.Join(c.Nodes()[0].Dir, "data"), 0o755)
+	for _, n := range c.Nodes() {
+		if !n.HasRole(roleLookupd) {
+			if err := os.MkdirAll(filepath.Join(n.Dir, "data"), 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(n.ConfigFile("nsqlookupd.cfg"), []byte(lookupdConfig(c, n)), 0o644); err != nil {
+			return fmt.Errorf("write node %d config: %w", n.ID, err)
+		}
+	}
+	return nil
 }
 
-// MetricsURL implements local.Metered: nsqd's statistics, as JSON.
+// lookupdConfig is the config file of the nsqlookupd node n: its
+// listeners on its own address, which it gives as its own.
+func lookupdConfig(c *local.Cluster, n *local.Node) string {
+	return fmt.Sprintf("# Written by brokerbench: the nsqlookupd of a local NSQ cluster of %d nsqd nodes.\n"+
+		"tcp_address = %q\nhttp_address = %q\nbroadcast_address = %q\n", c.Brokers, n.Addr("lookupd-tcp"), n.Addr("lookupd-http"), n.Host)
+}
+
+// MetricsURL implements local.Metered: an nsqd's statistics, as JSON;
+// none for nsqlookupd, which handles no message.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
+	if n.HasRole(roleLookupd) {
+		return ""
+	}
 	return "http://" + n.Addr("http") + "/stats?format=json"
 }
 
-// Command implements local.Kind.
+// Command implements local.Kind: nsqlookupd with its node's config; an
+// nsqd with its data directory, its listeners, the address it gives
+// clients (its own, as it would otherwise give its host name), and in a
+// cluster the nsqlookupd it registers with.
 func (Kind) Command(c *local.Cluster, n *local.Node) []string {
-	return []string{nsqdBinary(c.CacheDir), "--data-path=" + filepath.Join(n.Dir, "data"),
-		"--tcp-address=" + n.Addr("client"), "--http-address=" + n.Addr("http"), "--broadcast-address=" + n.Host}
+	if n.HasRole(roleLookupd) {
+		return []string{binary(c.CacheDir, "nsqlookupd"), "--config=" + n.ConfigFile("nsqlookupd.cfg")}
+	}
+	return nsqdCommand(c, n, lookupdNode(c.Nodes()))
 }
 
-// Ready implements local.Kind: nsqd answers /ping.
+// nsqdCommand is the command line of the nsqd node n, registered with
+// the nsqlookupd node lookupd unless it is nil.
+func nsqdCommand(c *local.Cluster, n, lookupd *local.Node) []string {
+	argv := []string{binary(c.CacheDir, "nsqd"), "--data-path=" + filepath.Join(n.Dir, "data"),
+		"--tcp-address=" + n.Addr("client"), "--http-address=" + n.Addr("http"), "--broadcast-address=" + n.Host}
+	if lookupd != nil {
+		argv = append(argv, "--lookupd-tcp-address="+lookupd.Addr("lookupd-tcp"))
+	}
+	return argv
+}
+
+// NodeReady implements local.StartInOrder: nsqlookupd serves once it
+// answers /ping, before any nsqd starts (an nsqd that finds no
+// nsqlookupd tries again only at its next 15 s heartbeat). An nsqd is
+// not waited for: Ready waits for them all.
+func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) error {
+	if !n.HasRole(roleLookupd) {
+		return nil
+	}
+	return ping(ctx, "nsqlookupd", n.Addr("lookupd-http"))
+}
+
+// Ready implements local.Kind: every nsqd answers /ping, and in a
+// cluster nsqlookupd knows every nsqd (which an nsqd started before it
+// registers with at its next heartbeat, up to 15 s later).
 func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Nodes()[0].Addr("http")+"/ping", nil)
+	var want []string
+	for _, n := range c.Nodes() {
+		if n.HasRole(roleNSQD) {
+			if err := ping(ctx, fmt.Sprintf("nsqd node %d", n.ID), n.Addr("http")); err != nil {
+				return err
+			}
+			want = append(want, n.Addr("client"))
+		}
+	}
+	l := lookupdNode(c.Nodes())
+	if l == nil {
+		return nil
+	}
+	known, err := lookupdNodes(ctx, http.DefaultClient, l.Addr("lookupd-http"))
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, addr := range want {
+		if !known[addr] {
+			missing = append(missing, addr)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("nsqlookupd knows %d of %d nsqd nodes: not yet %s", len(want)-len(missing), len(want), strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ping returns nil once what ("nsqd node 2") answers /ping at addr.
+func ping(ctx context.Context, what, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ping", nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("nsqd /ping: %s", resp.Status)
+		return fmt.Errorf("%s /ping: %s", what, resp.Status)
 	}
 	return nil
+}
+
+// lookupdNodes returns the TCP addresses (broadcast address and TCP
+// port) of the nsqd nodes registered with the nsqlookupd whose HTTP API
+// is at addr.
+func lookupdNodes(ctx context.Context, hc *http.Client, addr string) (map[string]bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/nodes", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("nsqlookupd at %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("nsqlookupd at %s /nodes: %s", addr, resp.Status)
+	}
+	known, err := parseLookupdNodes(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("nsqlookupd at %s /nodes: %w", addr, err)
+	}
+	return known, nil
+}
+
+// parseLookupdNodes reads nsqlookupd's answer to /nodes: the TCP
+// addresses (broadcast address and TCP port) of the nsqd nodes it
+// lists.
+func parseLookupdNodes(r io.Reader) (map[string]bool, error) {
+	var nodes struct {
+		Producers []struct {
+			BroadcastAddress string `json:"broadcast_address"`
+			TCPPort          int    `json:"tcp_port"`
+		} `json:"producers"`
+	}
+	if err := json.NewDecoder(r).Decode(&nodes); err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, p := range nodes.Producers {
+		known[net.JoinHostPort(p.BroadcastAddress, strconv.Itoa(p.TCPPort))] = true
+	}
+	return known, nil
 }

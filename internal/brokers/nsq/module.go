@@ -7,17 +7,18 @@ import (
 	"github.com/brokerbench/brokerbench/internal/brokermetrics"
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// LocalKind is the kind of local server brokerbench starts for NSQ: one
-// nsqd. nsqd nodes share no data (a topic's messages live on the node
-// they were published to, without replicas), so several would measure
-// little more than one each.
-var LocalKind = &brokers.Local{Kind: "nsq", Port: 4150, New: NewLocal, MaxNodes: 1,
-	NoLinks: "brokerbench does not carry a local nsqd's connections through the link proxy yet: go-nsq dials nsqd with a dialer of its own, not the driver's",
-	Help: "NSQ (nsq) is nsqd, built from the Go module proxy (needs the Go toolchain): one " +
-		"node on 127.0.0.1:4150, its HTTP API on the next port.",
+// LocalKind is the kind of local cluster brokerbench starts for NSQ: one
+// nsqd, or up to 9 nsqd registered with one nsqlookupd.
+var LocalKind = &brokers.Local{Kind: "nsq", Port: 4150, New: NewLocal, MaxNodes: 9,
+	NoLinks:   "brokerbench does not carry a local nsqd's connections through the link proxy yet: go-nsq dials nsqd with a dialer of its own, not the driver's",
+	Endpoints: localEndpoints,
+	Help: "NSQ (nsq) is nsqd and nsqlookupd, built from the Go module proxy (needs the Go toolchain): one " +
+		"nsqd on 127.0.0.1:4150, its HTTP API on a port of its own; --brokers N: nsqd i on 127.0.1.i, each " +
+		"registered with one nsqlookupd on 127.0.2.1. nsqd nodes do not replicate: a message lives on the node it was published to.",
 }
 
 func init() {
@@ -25,6 +26,7 @@ func init() {
 		Name: "nsq", New: New, EndpointSetting: "nsqdHttpAddress", LocalListener: localListener,
 		Capabilities: driver.Capabilities{Written: true},
 		Local:        LocalKind,
+		NoLeader:     "NSQ has no leaders: every nsqd serves the topics published to it alone, none leads another and none controls the cluster (nsqlookupd only tells consumers where topics are); aim the fault at a node id or at random",
 		Metrics: &brokers.Metrics{Endpoint: "nsqd's statistics, /stats?format=json on its HTTP port",
 			Serves: func(u *url.URL) bool { return strings.HasSuffix(u.Path, "/stats") },
 			Read:   brokermetrics.HTTP(ParseStats)},
@@ -37,3 +39,23 @@ func init() {
 // localListener names the listener of a local nsqd the driver reaches:
 // its HTTP API, from which it learns the TCP port.
 func localListener(*workload.DriverConfig) string { return "http" }
+
+// localEndpoints are the addresses a driver is given of a running local
+// cluster: every nsqd's HTTP API, then nsqlookupd's, if it has one,
+// marked as such.
+func localEndpoints(st local.Status, _ string) []string {
+	var addrs []string
+	var lookupd string
+	for _, n := range st.Nodes {
+		switch {
+		case n.HasRole(roleNSQD):
+			addrs = append(addrs, n.Addr("http"))
+		case n.HasRole(roleLookupd):
+			lookupd = lookupdScheme + n.Addr("lookupd-http")
+		}
+	}
+	if lookupd != "" {
+		addrs = append(addrs, lookupd)
+	}
+	return addrs
+}

@@ -1,18 +1,21 @@
-// Package nsq is brokerbench's NSQ: its driver, on go-nsq; the local nsqd
-// brokerbench starts (Kind); the reading of nsqd's /stats (ParseStats);
-// and the module that registers them (module.go).
+// Package nsq is brokerbench's NSQ: its driver, on go-nsq; the local
+// nsqd, or cluster of nsqd nodes and nsqlookupd, brokerbench starts
+// (Kind); the reading of nsqd's /stats (ParseStats); and the module that
+// registers them (module.go).
 //
-// A topic is an NSQ topic, one stream without partitions; a subscription
-// is a channel of the topic, whose consumers share its messages, and
-// every channel receives every message published after it exists. The
-// driver reaches nsqd's HTTP API (topics, channels, counts) at its
-// endpoint and learns the TCP port its producers and consumers connect
-// to from /info. Producers publish asynchronously (PUB, each
-// acknowledged by nsqd in order); consumers receive up to maxInFlight
-// messages at once and finish (FIN) each after the runner consumed it.
-// NSQ promises no order, and redelivers a message whose consumer did not
-// finish it in time: deliveries carry driver.NoOrder, and the runner
-// counts duplicates.
+// A topic is an NSQ topic, one stream without partitions, made on every
+// nsqd; a subscription is a channel of the topic, whose consumers share
+// its messages, and every channel receives every message published
+// after it exists. The driver reaches each nsqd's HTTP API (topics,
+// channels, counts) at its endpoint and learns the TCP port its
+// producers and consumers connect to from /info. Each producer
+// publishes to one nsqd, the next one round-robin, asynchronously (PUB,
+// each acknowledged by nsqd in order); each consumer connects to every
+// nsqd, through nsqlookupd when the driver is given one, receives up to
+// maxInFlight messages at once and finishes (FIN) each after the runner
+// consumed it. NSQ promises no order, and redelivers a message whose
+// consumer did not finish it in time: deliveries carry driver.NoOrder,
+// and the runner counts duplicates.
 package nsq
 
 import (
@@ -29,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gonsq "github.com/nsqio/go-nsq"
@@ -40,9 +44,11 @@ import (
 // settings are the driver's settings by section, with their defaults.
 var settings = map[string]map[string]string{
 	"common": {
-		"nsqdHttpAddress": "127.0.0.1:4151",
+		// Every nsqd's HTTP API, comma-separated, and nsqlookupd's ("":
+		// consumers connect to every nsqd directly).
+		"nsqdHttpAddress": "127.0.0.1:4151", "lookupdHttpAddress": "",
 		// OMB's NSQ driver file: nsqd's host (its HTTP API on 4151), and
-		// nsqlookupd's, which brokerbench's consumers do not need.
+		// nsqlookupd's (its HTTP API on 4161).
 		"nsqdHost": "", "lookupHost": "",
 	},
 	"consumer": {
@@ -53,28 +59,49 @@ var settings = map[string]map[string]string{
 	},
 }
 
+// lookupdScheme marks, among the addresses a driver is given, the HTTP
+// API of nsqlookupd ("nsqlookupd://127.0.2.1:4161"); the others are
+// nsqd's.
+const lookupdScheme = "nsqlookupd://"
+
 type config struct {
-	httpAddr            string
+	nsqds               []string // every nsqd's HTTP address
+	lookupd             string   // nsqlookupd's HTTP address; "": none
 	maxInFlight         int
 	outputBufferSize    int // -1: none
 	outputBufferTimeout time.Duration
 	effective           map[string]workload.Properties
 }
 
-// parseConfig validates every setting of dc; endpoints, when given, are
-// nsqd's HTTP address.
+// parseConfig validates every setting of dc. endpoints, when given,
+// replace the config's addresses: nsqd HTTP addresses, and at most one
+// nsqlookupd HTTP address marked with lookupdScheme.
 func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
 	s := driver.ParseSettings(dc, "NSQ", settings)
-	c := &config{httpAddr: s.String("common", "nsqdHttpAddress")}
+	c := &config{nsqds: splitList(s.String("common", "nsqdHttpAddress")), lookupd: s.String("common", "lookupdHttpAddress")}
 	if h := s.String("common", "nsqdHost"); h != "" {
-		c.httpAddr = net.JoinHostPort(h, "4151")
+		c.nsqds = []string{net.JoinHostPort(h, "4151")}
+	}
+	if h := s.String("common", "lookupHost"); h != "" {
+		c.lookupd = net.JoinHostPort(h, "4161")
 	}
 	var errs []error
 	if len(endpoints) > 0 {
-		c.httpAddr = endpoints[0]
-		if len(endpoints) > 1 {
-			errs = append(errs, fmt.Errorf("%s: the NSQ driver connects to one nsqd; got %d addresses", dc.Source, len(endpoints)))
+		c.nsqds, c.lookupd = nil, ""
+		for _, e := range endpoints {
+			addr, isLookupd := strings.CutPrefix(e, lookupdScheme)
+			switch {
+			case !isLookupd:
+				c.nsqds = append(c.nsqds, e)
+			case c.lookupd != "":
+				errs = append(errs, fmt.Errorf("%s: the NSQ driver takes one nsqlookupd; got %s and %s", dc.Source, c.lookupd, addr))
+			default:
+				c.lookupd = addr
+			}
 		}
+	}
+	if len(c.nsqds) == 0 {
+		errs = append(errs, fmt.Errorf("%s: the NSQ driver needs the HTTP address of at least one nsqd; got only nsqlookupd's", dc.Source))
 	}
 	c.maxInFlight = s.Int("consumer", "maxInFlight", 1)
 	if c.outputBufferSize = s.Int("consumer", "outputBufferSize", -1); c.outputBufferSize >= 0 && c.outputBufferSize < 64 {
@@ -84,34 +111,59 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := errors.Join(append(errs, s.Err())...); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("nsqdHttpAddress", "nsqdHost")
-	c.effective["common"] = append(workload.Properties{{Key: "nsqdHttpAddress", Value: c.httpAddr}}, c.effective["common"]...)
+	c.effective = s.Effective("nsqdHttpAddress", "lookupdHttpAddress", "nsqdHost", "lookupHost")
+	c.effective["common"] = append(workload.Properties{{Key: "nsqdHttpAddress", Value: strings.Join(c.nsqds, ",")},
+		{Key: "lookupdHttpAddress", Value: c.lookupd}}, c.effective["common"]...)
 	return c, nil
 }
 
-// Driver is a connection to one nsqd.
+// splitList splits a comma-separated list, leaving out empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// Driver is a connection to the nsqd nodes of one NSQ cluster (one or
+// more), and to its nsqlookupd if it has one.
 type Driver struct {
-	cfg  *config
-	opts driver.Options
-	http *http.Client
+	cfg   *config
+	opts  driver.Options
+	http  *http.Client
+	nodes []*nsqd
+	// produced counts the producers made, each on the next node.
+	produced atomic.Uint64
+}
+
+// nsqd is one nsqd node the driver reaches.
+type nsqd struct {
+	httpAddr string
 
 	mu      sync.Mutex
 	tcpAddr string // nsqd's TCP address, from /info once known
 }
 
 var (
-	_ driver.WrittenCounter = (*Driver)(nil)
-	_ driver.Pauser         = (*consumer)(nil)
+	_ driver.ResettingWrittenCounter = (*Driver)(nil)
+	_ driver.Pauser                  = (*consumer)(nil)
 )
 
-// New validates dc; nsqd is reached on first use.
+// New validates dc; the nsqd nodes are reached on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
 	cfg, err := parseConfig(dc, opts.Endpoints)
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, opts: opts,
-		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: opts.Dial}}}, nil
+	d := &Driver{cfg: cfg, opts: opts,
+		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: opts.Dial}}}
+	for _, addr := range cfg.nsqds {
+		d.nodes = append(d.nodes, &nsqd{httpAddr: addr})
+	}
+	return d, nil
 }
 
 // apiError is an error status of nsqd's HTTP API, with its message
@@ -123,37 +175,54 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("nsqd answered %d %s", e.status, e.message) }
 
-// call sends an HTTP request to nsqd's API and decodes a JSON answer
-// into out, when out is not nil.
-func (d *Driver) call(ctx context.Context, method, path string, query url.Values, out any) error {
-	u := url.URL{Scheme: "http", Host: d.cfg.httpAddr, Path: path, RawQuery: query.Encode()}
+// notFound reports whether err is nsqd's answer that what was asked
+// for does not exist.
+func notFound(err error) bool {
+	var e *apiError
+	return errors.As(err, &e) && e.status == http.StatusNotFound
+}
+
+// call sends an HTTP request to the API of the nsqd at addr and decodes
+// a JSON answer into out, when out is not nil.
+func (d *Driver) call(ctx context.Context, addr, method, path string, query url.Values, out any) error {
+	u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: query.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return err
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("nsqd at %s: %w", d.cfg.httpAddr, err)
+		return fmt.Errorf("nsqd at %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("nsqd at %s: %w", d.cfg.httpAddr, err)
+		return fmt.Errorf("nsqd at %s: %w", addr, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Message string }
 		if json.Unmarshal(body, &e) != nil || e.Message == "" {
 			e.Message = strings.TrimSpace(string(body))
 		}
-		return &apiError{status: resp.StatusCode, message: e.Message}
+		return fmt.Errorf("nsqd at %s: %w", addr, &apiError{status: resp.StatusCode, message: e.Message})
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("nsqd at %s, %s: %w", d.cfg.httpAddr, path, err)
+		return fmt.Errorf("nsqd at %s, %s: %w", addr, path, err)
 	}
 	return nil
+}
+
+// callEach sends the same request to every nsqd, one after another, and
+// returns their errors, in the nodes' order (nil for a success).
+func (d *Driver) callEach(ctx context.Context, method, path string, query url.Values) []error {
+	errs := make([]error, len(d.nodes))
+	for i, n := range d.nodes {
+		errs[i] = d.call(ctx, n.httpAddr, method, path, query, nil)
+	}
+	return errs
 }
 
 // info is what brokerbench reads of nsqd's /info.
@@ -162,37 +231,37 @@ type info struct {
 	TCPPort int    `json:"tcp_port"`
 }
 
-// BrokerVersion implements driver.Driver.
+// BrokerVersion implements driver.Driver: the first nsqd's.
 func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
 	var in info
-	if err := d.call(ctx, http.MethodGet, "/info", nil, &in); err != nil {
+	if err := d.call(ctx, d.nodes[0].httpAddr, http.MethodGet, "/info", nil, &in); err != nil {
 		return "", err
 	}
 	return "NSQ " + in.Version, nil
 }
 
-// tcp returns nsqd's TCP address: the HTTP address's host with the TCP
-// port nsqd's /info gives (its broadcast address may be a host name
+// tcp returns node n's TCP address: its HTTP address's host with the
+// TCP port nsqd's /info gives (its broadcast address may be a host name
 // the client cannot resolve).
-func (d *Driver) tcp(ctx context.Context) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.tcpAddr != "" {
-		return d.tcpAddr, nil
+func (d *Driver) tcp(ctx context.Context, n *nsqd) (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.tcpAddr != "" {
+		return n.tcpAddr, nil
 	}
 	var in info
-	if err := d.call(ctx, http.MethodGet, "/info", nil, &in); err != nil {
+	if err := d.call(ctx, n.httpAddr, http.MethodGet, "/info", nil, &in); err != nil {
 		return "", err
 	}
-	host, _, err := net.SplitHostPort(d.cfg.httpAddr)
+	host, _, err := net.SplitHostPort(n.httpAddr)
 	if err != nil {
-		return "", fmt.Errorf("nsqdHttpAddress %q: %w", d.cfg.httpAddr, err)
+		return "", fmt.Errorf("nsqdHttpAddress %q: %w", n.httpAddr, err)
 	}
 	if ip, ok := d.opts.Hosts[host]; ok {
 		host = ip
 	}
-	d.tcpAddr = net.JoinHostPort(host, strconv.Itoa(in.TCPPort))
-	return d.tcpAddr, nil
+	n.tcpAddr = net.JoinHostPort(host, strconv.Itoa(in.TCPPort))
+	return n.tcpAddr, nil
 }
 
 // validName is what nsqd accepts as a topic or channel name.
@@ -205,47 +274,69 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// CreateTopic implements driver.Driver. The topic has no channel until a
+// CreateTopic implements driver.Driver: the topic on every nsqd, each
+// of which registers it with nsqlookupd. It has no channel until a
 // consumer subscribes; nsqd keeps what is published before that for the
 // first channel.
 func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if err := checkName("topic", spec.Name); err != nil {
 		return err
 	}
-	if err := d.call(ctx, http.MethodPost, "/topic/create", url.Values{"topic": {spec.Name}}, nil); err != nil {
+	if err := errors.Join(d.callEach(ctx, http.MethodPost, "/topic/create", url.Values{"topic": {spec.Name}})...); err != nil {
 		return fmt.Errorf("create topic %q: %w", spec.Name, err)
 	}
 	return nil
 }
 
 // DeleteTopic implements driver.Driver: the topic, its channels and what
-// they hold.
+// they hold, on every nsqd; driver.ErrTopicNotFound when no nsqd has
+// it.
 func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
-	err := d.call(ctx, http.MethodPost, "/topic/delete", url.Values{"topic": {name}}, nil)
-	if e, ok := err.(*apiError); ok && e.status == http.StatusNotFound {
+	var errs []error
+	missing := 0
+	for _, err := range d.callEach(ctx, http.MethodPost, "/topic/delete", url.Values{"topic": {name}}) {
+		if notFound(err) {
+			missing++
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	if missing == len(d.nodes) {
 		return fmt.Errorf("delete topic %q: %w", name, driver.ErrTopicNotFound)
 	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, err)
 	}
 	return nil
 }
 
-// Written implements driver.WrittenCounter: the topic's message_count in
-// nsqd's /stats, every message published to it, which consumption does
-// not lower.
+// Written implements driver.WrittenCounter: the topic's message_count
+// in the /stats of every nsqd that has it, summed: every message
+// published to it, which consumption does not lower.
 func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
-	var st stats
-	if err := d.call(ctx, http.MethodGet, "/stats", url.Values{"format": {"json"}, "topic": {topic}, "include_clients": {"false"}}, &st); err != nil {
-		return 0, fmt.Errorf("topic %q: %w", topic, err)
-	}
-	for _, t := range st.Topics {
-		if t.Name == topic {
-			return t.MessageCount, nil
+	var sum int64
+	found := false
+	for _, n := range d.nodes {
+		var st stats
+		if err := d.call(ctx, n.httpAddr, http.MethodGet, "/stats", url.Values{"format": {"json"}, "topic": {topic}, "include_clients": {"false"}}, &st); err != nil {
+			return 0, fmt.Errorf("topic %q: %w", topic, err)
+		}
+		for _, t := range st.Topics {
+			if t.Name == topic {
+				sum += t.MessageCount
+				found = true
+			}
 		}
 	}
-	return 0, fmt.Errorf("topic %q: %w", topic, driver.ErrTopicNotFound)
+	if !found {
+		return 0, fmt.Errorf("topic %q: %w", topic, driver.ErrTopicNotFound)
+	}
+	return sum, nil
 }
+
+// WrittenResets implements driver.ResettingWrittenCounter: nsqd keeps
+// message_count in memory, and one that restarts counts from zero.
+func (d *Driver) WrittenResets() bool { return true }
 
 // EffectiveConfig implements driver.Driver.
 func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
@@ -270,9 +361,12 @@ func clientConfig() *gonsq.Config {
 // calls return instead.
 var silent = log.New(io.Discard, "", 0)
 
-// NewProducer implements driver.Driver.
+// NewProducer implements driver.Driver: a producer of the next nsqd,
+// round-robin over the nodes in the order given (the first producer on
+// the first), so that the driver's producers spread evenly.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	addr, err := d.tcp(ctx)
+	node := d.nodes[(d.produced.Add(1)-1)%uint64(len(d.nodes))]
+	addr, err := d.tcp(ctx, node)
 	if err != nil {
 		return nil, err
 	}
@@ -392,23 +486,28 @@ func (e sendError) Kind() string {
 	return "other"
 }
 
-// NewConsumer implements driver.Driver: a consumer of the subscription's
-// channel, which its first consumer creates. A channel receives
-// the messages published after it exists (NSQ cannot replay), and the
-// runner subscribes before it produces: StartEarliest and StartNew are
-// the same here.
+// NewConsumer implements driver.Driver: a consumer of the
+// subscription's channel on every nsqd, found through nsqlookupd when
+// the driver has one, else connected to each directly. The channel is
+// made on every nsqd first. A channel receives the messages published
+// after it exists (NSQ cannot replay), and the runner subscribes before
+// it produces: StartEarliest and StartNew are the same here.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	if err := checkName("channel", spec.Subscription); err != nil {
 		return nil, err
 	}
-	addr, err := d.tcp(ctx)
-	if err != nil {
-		return nil, err
+	var addrs []string
+	for _, n := range d.nodes {
+		addr, err := d.tcp(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, addr)
 	}
 	// go-nsq subscribes without waiting for nsqd's answer: the channel
 	// is made here, so that it receives every message published once
 	// NewConsumer returns.
-	if err := d.call(ctx, http.MethodPost, "/channel/create", url.Values{"topic": {spec.Topic}, "channel": {spec.Subscription}}, nil); err != nil {
+	if err := errors.Join(d.callEach(ctx, http.MethodPost, "/channel/create", url.Values{"topic": {spec.Topic}, "channel": {spec.Subscription}})...); err != nil {
 		return nil, fmt.Errorf("create channel %q of topic %q: %w", spec.Subscription, spec.Topic, err)
 	}
 	cfg := clientConfig()
@@ -419,21 +518,27 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		return nil, err
 	}
 	nc.SetLogger(silent, gonsq.LogLevelError)
-	c := &consumer{nc: nc, consume: consume, maxInFlight: d.cfg.maxInFlight}
+	c := &consumer{nc: nc, consume: consume, maxInFlight: d.cfg.maxInFlight, nodes: len(d.nodes)}
 	nc.AddHandler(c)
-	if err := nc.ConnectToNSQD(addr); err != nil {
+	if d.cfg.lookupd != "" {
+		err = nc.ConnectToNSQLookupd(d.cfg.lookupd)
+	} else {
+		err = nc.ConnectToNSQDs(addrs)
+	}
+	if err != nil {
 		nc.Stop()
-		return nil, fmt.Errorf("subscribe channel %q of topic %q at %s: %w", spec.Subscription, spec.Topic, addr, err)
+		return nil, fmt.Errorf("subscribe channel %q of topic %q at %s: %w", spec.Subscription, spec.Topic, strings.Join(d.cfg.nsqds, ","), err)
 	}
 	return c, nil
 }
 
-// consumer receives a channel's messages on one connection, handled by
-// one goroutine of go-nsq's.
+// consumer receives a channel's messages on one connection to each
+// nsqd, handled by one goroutine of go-nsq's.
 type consumer struct {
 	nc          *gonsq.Consumer
 	consume     driver.ConsumeFunc
 	maxInFlight int
+	nodes       int // the nsqd nodes it connects to
 	delivery    driver.Delivery
 	// mu guards closed: no ConsumeFunc call once Close returned.
 	mu      sync.Mutex
@@ -457,9 +562,24 @@ func (c *consumer) HandleMessage(m *gonsq.Message) error {
 	return nil
 }
 
-// Ready implements driver.Consumer: the channel exists and the
-// consumer is subscribed once NewConsumer returns.
-func (c *consumer) Ready(ctx context.Context) error { return ctx.Err() }
+// readyPoll is how often Ready looks at the consumer's connections.
+const readyPoll = 10 * time.Millisecond
+
+// Ready implements driver.Consumer: once the consumer is connected to
+// every nsqd (through nsqlookupd, those it knows have the topic, which
+// takes a poll of it when a registration came late). The channel exists
+// on every nsqd once NewConsumer returns, so nothing published is
+// missed meanwhile.
+func (c *consumer) Ready(ctx context.Context) error {
+	for c.nc.Stats().Connections < c.nodes {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("connected to %d of %d nsqd nodes: %w", c.nc.Stats().Connections, c.nodes, ctx.Err())
+		case <-time.After(readyPoll):
+		}
+	}
+	return ctx.Err()
+}
 
 // Pause implements driver.Pauser: nsqd sends nothing more (RDY 0).
 func (c *consumer) Pause() { c.nc.ChangeMaxInFlight(0) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestOMBDriverFile: OMB's NSQ driver file, as OMB ships it, loads and
-// names nsqd's host with nsqdHost (its HTTP API on NSQ's port 4151).
+// names nsqd's host with nsqdHost (its HTTP API on NSQ's port 4151) and
+// nsqlookupd's with lookupHost (its HTTP API on NSQ's port 4161).
 func TestOMBDriverFile(t *testing.T) {
 	text, err := os.ReadFile("testdata/omb-nsq.yaml")
 	if err != nil {
@@ -65,8 +67,8 @@ func TestOMBDriverFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.httpAddr != "localhost:4151" {
-		t.Errorf("nsqdHost: localhost gives nsqd's HTTP API at %q; want localhost:4151", cfg.httpAddr)
+	if !slices.Equal(cfg.nsqds, []string{"localhost:4151"}) || cfg.lookupd != "localhost:4161" {
+		t.Errorf("nsqdHost and lookupHost localhost give nsqd's HTTP API at %q and nsqlookupd's at %q; want localhost:4151 and localhost:4161", cfg.nsqds, cfg.lookupd)
 	}
 }
 
@@ -80,21 +82,31 @@ func TestSettings(t *testing.T) {
 		common    workload.Properties
 		consumer  workload.Properties
 		endpoints []string
-		addr      string // the HTTP address used
+		nsqds     []string // the nsqd HTTP addresses used
+		lookupd   string   // nsqlookupd's HTTP address used
 		inFlight  int
 		err       string // a part of the error; "" for none
 	}{
-		// Nothing given: nsqd's default HTTP port on loopback.
-		{name: "defaults", addr: "127.0.0.1:4151", inFlight: 1000},
-		// An endpoint given on the command line wins over the file's.
-		{name: "endpoint", common: prop("nsqdHttpAddress", "10.0.0.1:4151"), endpoints: []string{"10.0.0.2:9151"}, addr: "10.0.0.2:9151", inFlight: 1000},
-		// The driver reaches one nsqd.
-		{name: "two endpoints", endpoints: []string{"a:1", "b:1"}, err: "one nsqd"},
+		// Nothing given: nsqd's default HTTP port on loopback, no
+		// nsqlookupd.
+		{name: "defaults", nsqds: []string{"127.0.0.1:4151"}, inFlight: 1000},
+		// Several nsqd and an nsqlookupd in the file.
+		{name: "cluster in the file", common: append(prop("nsqdHttpAddress", "10.0.0.1:4151, 10.0.0.2:4151"), prop("lookupdHttpAddress", "10.0.0.9:4161")...),
+			nsqds: []string{"10.0.0.1:4151", "10.0.0.2:4151"}, lookupd: "10.0.0.9:4161", inFlight: 1000},
+		// Endpoints given on the command line replace the file's
+		// addresses, nsqlookupd's included.
+		{name: "endpoint", common: append(prop("nsqdHttpAddress", "10.0.0.1:4151"), prop("lookupdHttpAddress", "10.0.0.9:4161")...), endpoints: []string{"10.0.0.2:9151"},
+			nsqds: []string{"10.0.0.2:9151"}, inFlight: 1000},
+		// A local cluster's endpoints: every nsqd, then nsqlookupd.
+		{name: "cluster endpoints", endpoints: []string{"a:1", "b:1", "nsqlookupd://l:2"}, nsqds: []string{"a:1", "b:1"}, lookupd: "l:2", inFlight: 1000},
+		// One nsqlookupd at most, and at least one nsqd.
+		{name: "two nsqlookupd", endpoints: []string{"a:1", "nsqlookupd://l:2", "nsqlookupd://m:2"}, err: "one nsqlookupd"},
+		{name: "no nsqd", endpoints: []string{"nsqlookupd://l:2"}, err: "at least one nsqd"},
 		// maxInFlight is at least 1.
 		{name: "maxInFlight 0", consumer: prop("maxInFlight", "0"), err: "d.yaml:3"},
-		{name: "maxInFlight", consumer: prop("maxInFlight", "50"), addr: "127.0.0.1:4151", inFlight: 50},
+		{name: "maxInFlight", consumer: prop("maxInFlight", "50"), nsqds: []string{"127.0.0.1:4151"}, inFlight: 50},
 		// nsqd takes an output buffer of -1 (none) or 64 bytes and more.
-		{name: "outputBufferSize -1", consumer: prop("outputBufferSize", "-1"), addr: "127.0.0.1:4151", inFlight: 1000},
+		{name: "outputBufferSize -1", consumer: prop("outputBufferSize", "-1"), nsqds: []string{"127.0.0.1:4151"}, inFlight: 1000},
 		{name: "outputBufferSize 10", consumer: prop("outputBufferSize", "10"), err: "d.yaml:3"},
 		// A misspelled setting is refused with a suggestion.
 		{name: "misspelled", consumer: prop("maxInFlght", "5"), err: `did you mean "maxInFlight"`},
@@ -109,8 +121,8 @@ func TestSettings(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case cfg.httpAddr != c.addr || cfg.maxInFlight != c.inFlight:
-				t.Errorf("address %q, maxInFlight %d; want %q, %d", cfg.httpAddr, cfg.maxInFlight, c.addr, c.inFlight)
+			case !slices.Equal(cfg.nsqds, c.nsqds) || cfg.lookupd != c.lookupd || cfg.maxInFlight != c.inFlight:
+				t.Errorf("nsqd %q, nsqlookupd %q, maxInFlight %d; want %q, %q, %d", cfg.nsqds, cfg.lookupd, cfg.maxInFlight, c.nsqds, c.lookupd, c.inFlight)
 			}
 		})
 	}

@@ -18,7 +18,10 @@ import (
 // concurrent use.
 type admin struct {
 	base string // http(s)://host:port
-	hc   *http.Client
+	// spares are other brokers' admin APIs, which a read is sent to in
+	// turn when base does not answer (a broker that is down).
+	spares []string
+	hc     *http.Client
 }
 
 // newAdmin returns an admin client of c's admin URL, TLS and
@@ -38,7 +41,11 @@ func newAdmin(c *config) (*admin, error) {
 		}
 		rt = p
 	}
-	return &admin{base: strings.TrimRight(c.httpURL, "/"), hc: &http.Client{Transport: rt}}, nil
+	spares := make([]string, len(c.spareHTTPURLs))
+	for i, u := range c.spareHTTPURLs {
+		spares[i] = strings.TrimRight(u, "/")
+	}
+	return &admin{base: strings.TrimRight(c.httpURL, "/"), spares: spares, hc: &http.Client{Transport: rt}}, nil
 }
 
 // statusError is an admin call's answer other than 2xx.
@@ -59,46 +66,67 @@ func hasStatus(err error, code int) bool {
 }
 
 // do calls method on path with body encoded as JSON (nil: none), and
-// decodes a 2xx answer into out (nil: discarded).
+// decodes a 2xx answer into out (nil: discarded). A GET, which is safe
+// to repeat, goes to each spare in turn while none has answered (any
+// HTTP status is an answer); other methods go to base alone.
 func (a *admin) do(ctx context.Context, method, path string, body, out any) error {
+	answered, err := a.doAt(ctx, a.base, method, path, body, out)
+	if method != http.MethodGet || len(a.spares) == 0 {
+		return err
+	}
+	for _, base := range a.spares {
+		if answered || ctx.Err() != nil {
+			return err
+		}
+		answered, err = a.doAt(ctx, base, method, path, body, out)
+	}
+	if !answered {
+		return fmt.Errorf("none of the %d admin APIs answered, the last: %w", 1+len(a.spares), err)
+	}
+	return err
+}
+
+// doAt is do of the admin API at base; answered says whether it gave
+// an HTTP answer.
+func (a *admin) doAt(ctx context.Context, base, method, path string, body, out any) (answered bool, err error) {
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return false, err
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, r)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return true, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return &statusError{method: method, path: path, code: resp.StatusCode, body: reason(data)}
+		return true, &statusError{method: method, path: path, code: resp.StatusCode, body: reason(data)}
 	}
 	if out == nil {
-		return nil
+		return true, nil
 	}
 	if s, ok := out.(*string); ok {
 		*s = strings.Trim(strings.TrimSpace(string(data)), `"`)
-		return nil
+		return true, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+		return true, fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // reason returns the broker's explanation in an error answer: its JSON

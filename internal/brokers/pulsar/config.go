@@ -70,6 +70,7 @@ var secretKeys = []string{"authentication.data", "tlsTrustStorePassword", "tlsKe
 // config is a validated driver configuration.
 type config struct {
 	serviceURL, httpURL  string
+	spareHTTPURLs        []string // the other brokers' admin APIs, which reads fall back on when httpURL does not answer
 	tenant, namespace    string
 	clusters             []string // allowed clusters of a tenant the driver creates; nil: the broker's
 	persistence          persistence
@@ -116,7 +117,7 @@ var compressionTypes = map[string]pulsar.CompressionType{
 // replace the service and admin URLs: pulsar:// or pulsar+ssl:// URLs
 // and host:port name the service (several: one service URL of their
 // hosts, the first one's scheme), http:// or https:// URLs the admin API
-// (the first). local are the credentials of a local cluster brokerbench
+// (the first; the others are spares). local are the credentials of a local cluster brokerbench
 // secured, used where dc gives none.
 func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(withAliases(dc), "Pulsar", settings)
@@ -141,16 +142,17 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 		}
 	}
 	if len(admin) > 0 {
-		c.httpURL = admin[0]
+		c.httpURL, c.spareHTTPURLs = admin[0], admin[1:]
 	}
 	secure := strings.HasPrefix(c.serviceURL, "pulsar+ssl://")
 	if !secure && !strings.HasPrefix(c.serviceURL, "pulsar://") {
 		s.Fail("common", "serviceUrl", "must be a pulsar:// or pulsar+ssl:// URL, got %q", c.serviceURL)
 	}
 	if c.httpURL == "" {
-		var err error
-		if c.httpURL, err = adminURLOf(c.serviceURL); err != nil {
+		if urls, err := adminURLsOf(c.serviceURL); err != nil {
 			s.Fail("common", "serviceUrl", "%v", err)
+		} else {
+			c.httpURL, c.spareHTTPURLs = urls[0], urls[1:]
 		}
 	} else if u, err := url.Parse(c.httpURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		s.Fail("common", "httpUrl", "must be an http:// or https:// URL, got %q", c.httpURL)
@@ -273,18 +275,23 @@ func authParams(plugin, data string) (string, error) {
 	return string(b), err
 }
 
-// adminURLOf returns the admin API's URL on the (first) host of
-// serviceURL: port 8080 over http, 8443 over https for pulsar+ssl://.
-func adminURLOf(serviceURL string) (string, error) {
-	first, _, _ := strings.Cut(serviceURL, ",")
-	u, err := url.Parse(first)
-	if err != nil || u.Hostname() == "" {
-		return "", fmt.Errorf("cannot tell the admin API's host from %q: give httpUrl", serviceURL)
+// adminURLsOf returns the admin API's URL on each host of serviceURL:
+// port 8080 over http, 8443 over https for pulsar+ssl://.
+func adminURLsOf(serviceURL string) ([]string, error) {
+	scheme, hosts, _ := strings.Cut(serviceURL, "://")
+	adminScheme, port := "http", "8080"
+	if scheme == "pulsar+ssl" {
+		adminScheme, port = "https", "8443"
 	}
-	if u.Scheme == "pulsar+ssl" {
-		return "https://" + net.JoinHostPort(u.Hostname(), "8443"), nil
+	var urls []string
+	for _, h := range strings.Split(hosts, ",") {
+		u, err := url.Parse(scheme + "://" + h)
+		if err != nil || u.Hostname() == "" {
+			return nil, fmt.Errorf("cannot tell the admin API's host from %q: give httpUrl", serviceURL)
+		}
+		urls = append(urls, adminScheme+"://"+net.JoinHostPort(u.Hostname(), port))
 	}
-	return "http://" + net.JoinHostPort(u.Hostname(), "8080"), nil
+	return urls, nil
 }
 
 // splitNamespace splits "tenant/namespace", each part a name Pulsar

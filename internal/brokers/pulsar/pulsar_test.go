@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,26 +287,28 @@ func TestSettingsRefused(t *testing.T) {
 }
 
 // TestEndpoints: addresses given on the command line replace the
-// config's, each kind by its scheme.
+// config's, each kind by its scheme; the admin API is the first one
+// given (or the first broker's), the other brokers' are its spares.
 func TestEndpoints(t *testing.T) {
 	cases := []struct {
 		endpoints         []string
 		service, adminURL string
+		spares            []string
 	}{
-		{[]string{"broker:6650"}, "pulsar://broker:6650", "http://broker:8080"},
-		{[]string{"pulsar://b:7000", "http://a:9000"}, "pulsar://b:7000", "http://a:9000"},
-		{[]string{"pulsar+ssl://b:6651"}, "pulsar+ssl://b:6651", "https://b:8443"},
-		// Several brokers: one service URL of them all; the admin API on the first.
-		{[]string{"b1:6650", "b2:6650"}, "pulsar://b1:6650,b2:6650", "http://b1:8080"},
-		{[]string{"pulsar://b1:6650", "pulsar://b2:6650", "http://b1:8080", "http://b2:8080"}, "pulsar://b1:6650,b2:6650", "http://b1:8080"},
+		{[]string{"broker:6650"}, "pulsar://broker:6650", "http://broker:8080", nil},
+		{[]string{"pulsar://b:7000", "http://a:9000"}, "pulsar://b:7000", "http://a:9000", nil},
+		{[]string{"pulsar+ssl://b:6651"}, "pulsar+ssl://b:6651", "https://b:8443", nil},
+		// Several brokers: one service URL of them all; the admin API on each.
+		{[]string{"b1:6650", "b2:6650"}, "pulsar://b1:6650,b2:6650", "http://b1:8080", []string{"http://b2:8080"}},
+		{[]string{"pulsar://b1:6650", "pulsar://b2:6650", "http://b1:8080", "http://b2:8080"}, "pulsar://b1:6650,b2:6650", "http://b1:8080", []string{"http://b2:8080"}},
 	}
 	for _, tc := range cases {
 		c, err := parseConfig(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, tc.endpoints, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.serviceURL != tc.service || c.httpURL != tc.adminURL {
-			t.Errorf("%v: service %s, admin %s; want %s, %s", tc.endpoints, c.serviceURL, c.httpURL, tc.service, tc.adminURL)
+		if c.serviceURL != tc.service || c.httpURL != tc.adminURL || !slices.Equal(c.spareHTTPURLs, tc.spares) {
+			t.Errorf("%v: service %s, admin %s, spares %v; want %s, %s, %v", tc.endpoints, c.serviceURL, c.httpURL, c.spareHTTPURLs, tc.service, tc.adminURL, tc.spares)
 		}
 	}
 }
@@ -422,11 +426,10 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// TestPlacementByLookup: the host serving a partition is the one a
-// lookup of the partition's topic names (of a topic not partitioned, the
-// topic's own), and the cluster's leading broker the one the admin API
-// names; a partition the topic does not have is an error.
-func TestPlacementByLookup(t *testing.T) {
+// placementAdmin is an admin API that knows topic "parted" of three
+// partitions, its partition 2 owned by 127.0.1.2, topic "single" not
+// partitioned, owned by 127.0.1.3, and 127.0.1.1 as the leading broker.
+func placementAdmin() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/v2/persistent/public/brokerbench/{topic}/partitions", func(w http.ResponseWriter, r *http.Request) {
 		n := map[string]int{"parted": 3}[r.PathValue("topic")]
@@ -445,7 +448,15 @@ func TestPlacementByLookup(t *testing.T) {
 	mux.HandleFunc("GET /admin/v2/brokers/leaderBroker", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"brokerId":"127.0.1.1:8080","serviceUrl":"http://127.0.1.1:8080"}`)
 	})
-	srv := httptest.NewServer(mux)
+	return mux
+}
+
+// TestPlacementByLookup: the host serving a partition is the one a
+// lookup of the partition's topic names (of a topic not partitioned, the
+// topic's own), and the cluster's leading broker the one the admin API
+// names; a partition the topic does not have is an error.
+func TestPlacementByLookup(t *testing.T) {
+	srv := httptest.NewServer(placementAdmin())
 	defer srv.Close()
 	drv, err := New(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, driver.Options{Endpoints: []string{"pulsar://127.0.0.1:1", srv.URL}})
 	if err != nil {
@@ -473,5 +484,52 @@ func TestPlacementByLookup(t *testing.T) {
 	}
 	if got, err := place.ControllerHost(ctx); err != nil || got != "127.0.1.1" {
 		t.Errorf("ControllerHost = %q, %v; want 127.0.1.1", got, err)
+	}
+}
+
+// TestPlacementPassesOverABrokerDown: with the first broker's admin API
+// refusing connections (the broker was killed), placement is asked of
+// the next broker that answers; an answer, even a refusal, is final;
+// and with none answering, the error says so.
+func TestPlacementPassesOverABrokerDown(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // its address now refuses connections
+	var notFoundAsked atomic.Int32
+	notFound := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		notFoundAsked.Add(1)
+		http.Error(w, `{"reason":"not here"}`, http.StatusNotFound)
+	}))
+	defer notFound.Close()
+	up := httptest.NewServer(placementAdmin())
+	defer up.Close()
+	placement := func(admins ...string) driver.HostPlacement {
+		t.Helper()
+		drv, err := New(&workload.DriverConfig{Name: "pulsar", Source: "d.yaml", ReplicationFactor: 1}, driver.Options{Endpoints: append([]string{"pulsar://127.0.0.1:1"}, admins...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(drv.Close)
+		return drv.(driver.HostPlacement)
+	}
+	ctx := context.Background()
+
+	place := placement(down.URL, up.URL)
+	if got, err := place.LeaderHost(ctx, "parted", 2); err != nil || got != "127.0.1.2" {
+		t.Errorf("LeaderHost with the first broker down = %q, %v; want 127.0.1.2 from the second", got, err)
+	}
+	if got, err := place.ControllerHost(ctx); err != nil || got != "127.0.1.1" {
+		t.Errorf("ControllerHost with the first broker down = %q, %v; want 127.0.1.1 from the second", got, err)
+	}
+
+	// The second answers 404: the third is not asked.
+	if got, err := placement(down.URL, notFound.URL, up.URL).ControllerHost(ctx); err == nil || !strings.Contains(err.Error(), "not here") {
+		t.Errorf("ControllerHost = %q, %v; want the answering broker's refusal", got, err)
+	}
+	if notFoundAsked.Load() != 1 {
+		t.Errorf("the answering broker was asked %d times, want 1", notFoundAsked.Load())
+	}
+
+	if got, err := placement(down.URL, down.URL).ControllerHost(ctx); err == nil || !strings.Contains(err.Error(), "none of the 2 admin APIs answered") {
+		t.Errorf("ControllerHost with every broker down = %q, %v; want an error saying none answered", got, err)
 	}
 }

@@ -30,8 +30,8 @@ func NewLocal(port, brokers int) *local.Cluster {
 }
 
 // Kind is the local.Kind of RabbitMQ clusters from the machine's package
-// (Debian's rabbitmq-server), with the stream plugin: AMQP 0-9-1 on the
-// client port, the stream protocol on its own port. Each node's Erlang VM
+// (Debian's rabbitmq-server), with the stream and AMQP 1.0 plugins: AMQP
+// 0-9-1 and 1.0 on the client port, the stream protocol on its own port. Each node's Erlang VM
 // runs in the foreground as the node's process; the nodes of a cluster
 // find each other through classic peer discovery, one after another. The
 // epmd daemon the first node starts listens on the nodes' addresses, on a
@@ -142,7 +142,9 @@ disk_free_limit.absolute = 1GB
 			fmt.Fprintf(&b, "cluster_formation.classic_config.nodes.%d = %s\n", i+1, k.nodeName(c, peer))
 		}
 	}
-	plugins := "rabbitmq_stream,rabbitmq_prometheus"
+	// The AMQP 1.0 plugin serves AMQP 1.0 on the AMQP listeners, beside
+	// AMQP 0-9-1 (the rabbitmq-amqp10 driver).
+	plugins := "rabbitmq_stream,rabbitmq_amqp1_0,rabbitmq_prometheus"
 	if sec := c.Security(); sec != nil {
 		plugins += ",rabbitmq_auth_mechanism_ssl"
 		if err := k.secure(c, n, sec, &b); err != nil {

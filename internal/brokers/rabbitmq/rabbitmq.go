@@ -1,7 +1,8 @@
 // Package rabbitmq is brokerbench's RabbitMQ: its AMQP 0-9-1 driver, on
 // amqp091-go; the local clusters brokerbench starts (Kind), which serve
-// the Streams driver of package rabbitmq/stream too; and the module that
-// registers them (module.go).
+// the Streams driver of package rabbitmq/stream and the AMQP 1.0 driver
+// of package rabbitmq/amqp10 too; and the module that registers them
+// (module.go).
 //
 // A topic is a durable direct exchange of the same name. A subscription
 // is one queue per partition, SUBSCRIPTION.0 to SUBSCRIPTION.N-1, bound
@@ -48,9 +49,9 @@ func init() {
 	}
 }
 
-// localListener names the listener of a local RabbitMQ a config connects
+// LocalListener names the listener of a local RabbitMQ a config connects
 // to: "amqps" with tls: true, else "amqp".
-func localListener(dc *workload.DriverConfig) string {
+func LocalListener(dc *workload.DriverConfig) string {
 	if v, _ := dc.Common.Get("tls"); v == "true" {
 		return "amqps"
 	}

@@ -86,13 +86,15 @@ func parseRoute(body []byte) (*topicRoute, error) {
 	return &r, nil
 }
 
-// queue is one queue of a topic: its broker's master address and id.
+// queue is one queue of a topic: its broker's name, master address and
+// the queue's id.
 type queue struct {
-	addr string
-	id   int
+	broker, addr string
+	id           int
 }
 
-// queues returns every queue of the route on a broker that has a master.
+// queues returns every queue of the route on a broker that has a master,
+// in order of broker name, then queue id.
 func (r *topicRoute) queues() []queue {
 	masters := r.masters()
 	var qs []queue
@@ -102,9 +104,10 @@ func (r *topicRoute) queues() []queue {
 			continue
 		}
 		for id := range max(q.ReadQueueNums, q.WriteQueueNums) {
-			qs = append(qs, queue{addr: addr, id: id})
+			qs = append(qs, queue{broker: q.BrokerName, addr: addr, id: id})
 		}
 	}
+	slices.SortStableFunc(qs, func(a, b queue) int { return strings.Compare(a.broker, b.broker) })
 	return qs
 }
 
@@ -171,11 +174,12 @@ func (a *admin) brokers(ctx context.Context) (*topicRoute, error) {
 
 // createTopic creates a topic of queues queues on every broker of the
 // cluster, accepting messages of messageType (NORMAL, FIFO, DELAY or
-// TRANSACTION), as OMB's driver creates its topics.
-func (a *admin) createTopic(ctx context.Context, topic string, queues int, messageType string) error {
+// TRANSACTION), as OMB's driver creates its topics. It returns the
+// names of the brokers that hold it.
+func (a *admin) createTopic(ctx context.Context, topic string, queues int, messageType string) ([]string, error) {
 	r, err := a.brokers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ext := map[string]string{
 		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(queues), "writeQueueNums": strconv.Itoa(queues),
@@ -183,10 +187,10 @@ func (a *admin) createTopic(ctx context.Context, topic string, queues int, messa
 	}
 	for _, addr := range r.all() {
 		if _, err := a.call(ctx, addr, codeUpdateAndCreateTopic, ext, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return slices.Sorted(maps.Keys(r.masters())), nil
 }
 
 // deleteTopic deletes a topic from every broker that has it and from

@@ -7,13 +7,15 @@ import (
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for
-// RocketMQ: one broker with its proxy, and a name server.
-var LocalKind = &brokers.Local{Kind: "rocketmq", Port: usualPort, New: NewLocal, MaxNodes: 1,
+// RocketMQ: a name server, and one broker with its proxy, or up to 3
+// master brokers behind one proxy.
+var LocalKind = &brokers.Local{Kind: "rocketmq", Port: usualPort, New: NewLocal, MaxNodes: 3,
 	NoLinks:   "the proxy routes clients to the address its broker registers, which brokerbench cannot yet point at a node's own links",
 	Endpoints: localEndpoints,
 	Help: "RocketMQ (rocketmq) is installed from Maven Central (needs Java 17+ and Maven) and " +
 		"runs a name server and one broker with its proxy in local mode (one JVM), the proxy's " +
-		"gRPC endpoint on 127.0.0.1:8081; --heap-mb sets the broker's heap.",
+		"gRPC endpoint on 127.0.0.1:8081; --brokers 2 or 3: broker i, a master of its own name, " +
+		"on 127.0.1.i and one proxy in cluster mode on 127.0.2.2:8081; --heap-mb sets each broker's heap.",
 }
 
 // The OMB driver classes of RocketMQ: OMB's RocketMQ 5 driver (gRPC

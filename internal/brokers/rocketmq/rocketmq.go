@@ -29,6 +29,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,12 +122,16 @@ type Driver struct {
 	// groups are the consumer groups the driver created, by topic, for
 	// DeleteTopic to delete with it.
 	groups map[string][]string
+	// holders are the brokers that hold each topic the driver created,
+	// which Written must find in its route.
+	holders map[string][]string
 }
 
 var (
 	_ driver.Driver         = (*Driver)(nil)
 	_ driver.WrittenCounter = (*Driver)(nil)
 	_ driver.Checker        = (*Driver)(nil)
+	_ driver.HostPlacement  = (*Driver)(nil)
 )
 
 // New validates dc; connections are made on first use.
@@ -138,7 +143,7 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	proxies, _ := splitAddrs(cfg.grpcEndpoint)
 	connections.set(proxies, cfg.tls)
 	return &Driver{cfg: cfg, admin: &admin{namesrv: cfg.namesrv, cluster: cfg.cluster, dial: opts.Dial,
-		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}, groups: map[string][]string{}}, nil
+		accessKey: cfg.adminKey, secretKey: cfg.adminSecret}, groups: map[string][]string{}, holders: map[string][]string{}}, nil
 }
 
 // clientConfig is the Go client's config, of a consumer group or none.
@@ -203,9 +208,13 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if len(spec.Config) > 0 {
 		return fmt.Errorf("create topic %q: the RocketMQ driver takes no topic settings (got %s)", spec.Name, spec.Config[0].Key)
 	}
-	if err := d.admin.createTopic(ctx, spec.Name, max(spec.Partitions, 1), d.messageType()); err != nil {
+	holders, err := d.admin.createTopic(ctx, spec.Name, max(spec.Partitions, 1), d.messageType())
+	if err != nil {
 		return fmt.Errorf("create topic %q: %w", spec.Name, err)
 	}
+	d.mu.Lock()
+	d.holders[spec.Name] = holders
+	d.mu.Unlock()
 	return nil
 }
 
@@ -217,6 +226,7 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 		d.mu.Lock()
 		groups := d.groups[name]
 		delete(d.groups, name)
+		delete(d.holders, name)
 		d.mu.Unlock()
 		for _, g := range groups {
 			for _, addr := range r.masters() {
@@ -238,11 +248,23 @@ func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
 
 // Written implements driver.WrittenCounter: the sum of the maximum
 // offsets of the topic's queues, each the number of messages ever
-// written to it.
+// written to it. A broker that held the topic when the driver created
+// it and is no longer routed (it is down: the name servers forget a
+// broker whose connection closes) makes it an error, not a count
+// without that broker's messages.
 func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	r, err := d.admin.route(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("written count of topic %q: %w", topic, err)
+	}
+	d.mu.Lock()
+	holders := d.holders[topic]
+	d.mu.Unlock()
+	masters := r.masters()
+	for _, b := range holders {
+		if _, ok := masters[b]; !ok {
+			return 0, fmt.Errorf("written count of topic %q: broker %s, which holds queues of it, is not routed by the name servers (is it down?)", topic, b)
+		}
 	}
 	var sum int64
 	for _, q := range r.queues() {
@@ -254,6 +276,34 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	}
 	return sum, nil
 }
+
+// LeaderHost implements driver.HostPlacement: the host of the master
+// broker holding the topic's queue number partition, counting the
+// queues of its route in order of broker name, then queue id (with
+// partitionsPerTopic queues on each broker, partition 0 is the first
+// broker's first queue), as the name servers route it when asked.
+func (d *Driver) LeaderHost(ctx context.Context, topic string, partition int) (string, error) {
+	r, err := d.admin.route(ctx, topic)
+	if err != nil {
+		return "", fmt.Errorf("the broker of topic %q queue %d: %w", topic, partition, err)
+	}
+	qs := r.queues()
+	if partition < 0 || partition >= len(qs) {
+		return "", fmt.Errorf("topic %q has no queue %d: its route has %d", topic, partition, len(qs))
+	}
+	host, _, err := net.SplitHostPort(qs[partition].addr)
+	if err != nil {
+		return "", fmt.Errorf("the route of topic %q names broker %s at %q: %w", topic, qs[partition].broker, qs[partition].addr, err)
+	}
+	return host, nil
+}
+
+// errNoController is ControllerHost's answer.
+var errNoController = errors.New("a RocketMQ cluster of master brokers has no leading broker: each serves its own queues, and the name servers, which route clients to them, lead nothing; aim the fault at a node id, leader or random")
+
+// ControllerHost implements driver.HostPlacement: there is none
+// (errNoController).
+func (d *Driver) ControllerHost(context.Context) (string, error) { return "", errNoController }
 
 // EffectiveConfig implements driver.Driver.
 func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }

@@ -29,16 +29,19 @@ type Target struct {
 	// Capabilities are the driver's, as its broker's module declares
 	// them (brokertest.Run fills them in).
 	Capabilities driver.Capabilities
-	// Bound limits every wait of the suite (default 60 s: a re-read of
-	// a RabbitMQ quorum queue took more than 30 s at a load average of 12,
-	// and how fast is not what the suite tests).
+	// Bound limits every wait of the suite (default DefaultBound).
 	Bound time.Duration
 }
+
+// DefaultBound is a Target's Bound when it gives none: a re-read of a
+// RabbitMQ quorum queue took more than 30 s at a load average of 12, and
+// how fast is not what the suite tests.
+const DefaultBound = 60 * time.Second
 
 // Run runs every case of the suite against tg, each as a subtest.
 func Run(t *testing.T, tg Target) {
 	if tg.Bound == 0 {
-		tg.Bound = 60 * time.Second
+		tg.Bound = DefaultBound
 	}
 	cases := []struct {
 		name string

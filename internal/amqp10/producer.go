@@ -1,4 +1,4 @@
-package artemis
+package amqp10
 
 import (
 	"context"
@@ -13,28 +13,40 @@ import (
 	"github.com/brokerbench/brokerbench/internal/driver"
 )
 
-// NewProducer implements driver.Driver: a sender link to the topic's
-// address on a connection of its own, to the next node in turn, whose
-// messages the broker settles once it accepted them.
-func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	p := &producer{d: d, topic: spec.Topic, ack: ack, durable: d.cfg.durable,
-		sent: make(chan sent, max(1, spec.MaxInFlight)), acked: make(chan struct{})}
-	if err := p.open(ctx, d.next.Add(1)-1); err != nil {
+// Link is where a producer sends or a consumer receives: the address of
+// its link's target or source, and the capabilities the link asks it
+// for ("topic": a broker that creates addresses on demand makes a
+// multicast one).
+type Link struct {
+	Address      string
+	Capabilities []string
+}
+
+// NewProducer returns a producer sending to link on a connection of its
+// own, to the first of nodes that answers from the one at index from
+// (see ConnectFrom), whose messages the broker settles once it accepted
+// them: durable says the broker must persist them first (AMQP's header
+// durable). maxInFlight bounds the messages sent and not yet
+// acknowledged.
+func NewProducer(ctx context.Context, nodes []*Broker, from uint64, link Link, durable bool, maxInFlight int, ack driver.AckFunc) (driver.Producer, error) {
+	p := &producer{nodes: nodes, target: link, ack: ack, durable: durable,
+		sent: make(chan sent, max(1, maxInFlight)), acked: make(chan struct{})}
+	if err := p.open(ctx, from); err != nil {
 		return nil, err
 	}
 	go p.acknowledge()
 	return p, nil
 }
 
-// producer sends to one topic over one sender link. Send is called by
+// producer sends over one sender link. Send is called by
 // one goroutine at a time; one goroutine of its own waits for the
 // broker's settlements, in the order of the sends, and calls the
 // AckFunc. When its connection is lost (its node killed, or restarted),
 // the messages in flight on it fail, and the next send connects to the
 // next node that answers, or to its own again when it is the only one.
 type producer struct {
-	d       *Driver
-	topic   string
+	nodes   []*Broker
+	target  Link
 	ack     driver.AckFunc
 	durable bool
 	sent    chan sent
@@ -57,7 +69,7 @@ type producer struct {
 // one at index from, and opens its sender link there (p.mu held, or p
 // not shared yet).
 func (p *producer) open(ctx context.Context, from uint64) error {
-	conn, at, err := p.d.connectFrom(ctx, from)
+	conn, at, err := ConnectFrom(ctx, p.nodes, from)
 	if err != nil {
 		return err
 	}
@@ -66,12 +78,10 @@ func (p *producer) open(ctx context.Context, from uint64) error {
 		conn.Close()
 		return fmt.Errorf("AMQP session: %w", err)
 	}
-	// The "topic" capability has a broker that creates addresses on
-	// demand make a multicast one.
-	sender, err := sess.NewSender(ctx, p.topic, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: []string{"topic"}})
+	sender, err := sess.NewSender(ctx, p.target.Address, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: p.target.Capabilities})
 	if err != nil {
 		conn.Close()
-		return fmt.Errorf("open a sender to topic %q: %w", p.topic, err)
+		return fmt.Errorf("open a sender to %q: %w", p.target.Address, err)
 	}
 	p.conn, p.sender, p.at = conn, sender, at
 	return nil
@@ -85,16 +95,16 @@ const reconnectEvery = time.Second
 // that answers once its connection is lost, at most once every
 // reconnectEvery (p.mu held).
 func (p *producer) link(ctx context.Context) (*amqp.Sender, error) {
-	if !lost(p.conn) {
+	if !Lost(p.conn) {
 		return p.sender, nil
 	}
 	if time.Now().Before(p.retryAt) {
-		return nil, fmt.Errorf("the connection to %s was lost (connecting again in at most %s): %w", p.d.nodes[p.at].addr, reconnectEvery, p.conn.Err())
+		return nil, fmt.Errorf("the connection to %s was lost (connecting again in at most %s): %w", p.nodes[p.at].Addr, reconnectEvery, p.conn.Err())
 	}
 	p.retryAt = time.Now().Add(reconnectEvery)
 	lostConn := p.conn
 	if err := p.open(ctx, p.at+1); err != nil {
-		return nil, fmt.Errorf("the connection to %s was lost (%w), and no node took a new one: %w", p.d.nodes[p.at].addr, lostConn.Err(), err)
+		return nil, fmt.Errorf("the connection to %s was lost (%w), and no node took a new one: %w", p.nodes[p.at].Addr, lostConn.Err(), err)
 	}
 	_ = lostConn.Close()
 	return p.sender, nil

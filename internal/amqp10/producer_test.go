@@ -1,4 +1,4 @@
-package artemis
+package amqp10
 
 import (
 	"testing"
