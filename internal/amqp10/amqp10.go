@@ -1,7 +1,9 @@
 // Package amqp10 is the AMQP 1.0 client side that brokerbench's drivers
-// of AMQP 1.0 brokers share, on go-amqp: connections (Broker), producers
-// that send on one sender link and acknowledge a message once the broker
-// settled it, and consumers that receive on one receiver link and accept
+// of AMQP 1.0 brokers share, on go-amqp: connections (Broker), to the
+// first of a cluster's nodes that answers (ConnectFrom), producers that
+// send on one sender link, acknowledge a message once the broker settled
+// it and connect to the next node once their connection is lost, and
+// consumers that receive on one receiver link and accept
 // a message once the runner consumed it. What a broker names its
 // addresses, and how its topics and queues are made, is its driver's
 // (ActiveMQ Artemis: package brokers/artemis; RabbitMQ's AMQP 1.0
