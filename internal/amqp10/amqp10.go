@@ -1,7 +1,9 @@
 // Package amqp10 is the AMQP 1.0 client side that brokerbench's drivers
-// of AMQP 1.0 brokers share, on go-amqp: connections (Broker), producers
-// that send on one sender link and acknowledge a message once the broker
-// settled it, and consumers that receive on one receiver link and accept
+// of AMQP 1.0 brokers share, on go-amqp: connections (Broker), to the
+// first of a cluster's nodes that answers (ConnectFrom), producers that
+// send on one sender link, acknowledge a message once the broker settled
+// it and connect to the next node once their connection is lost, and
+// consumers that receive on one receiver link and accept
 // a message once the runner consumed it. What a broker names its
 // addresses, and how its topics and queues are made, is its driver's
 // (ActiveMQ Artemis: package brokers/artemis; RabbitMQ's AMQP 1.0
@@ -98,3 +100,33 @@ var ErrOtherProtocol = errors.New("the server does not speak AMQP 1.0 on this po
 // otherProtocol matches go-amqp's report of a protocol header that is not
 // AMQP 1.0's.
 var otherProtocol = regexp.MustCompile(`unexpected protocol`)
+
+// ConnectFrom opens a connection to the first of nodes (the nodes of a
+// cluster, or one broker) that answers, trying each once in turn from
+// the one at index from (modulo their number), and returns it with the
+// index of its node. A refusal of the credentials or certificate ends
+// the attempts: the other nodes would refuse them too.
+func ConnectFrom(ctx context.Context, nodes []*Broker, from uint64) (*amqp.Conn, uint64, error) {
+	n := uint64(len(nodes))
+	var errs []error
+	for k := range n {
+		at := (from + k) % n
+		conn, err := nodes[at].Connect(ctx)
+		if err == nil || errors.Is(err, driver.ErrRefused) || ctx.Err() != nil {
+			return conn, at, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, 0, errors.Join(errs...)
+}
+
+// Lost reports whether conn has closed (its broker closed it, or went
+// away).
+func Lost(conn *amqp.Conn) bool {
+	select {
+	case <-conn.Done():
+		return true
+	default:
+		return false
+	}
+}

@@ -11,12 +11,13 @@ import (
 )
 
 // NewConsumer returns a consumer receiving from link on a connection of
-// its own, with credit messages the broker may send ahead of the
+// its own, to the first of nodes that answers from the one at index
+// from (see ConnectFrom), with credit messages the broker may send ahead of the
 // consumer's acceptances. Each message is accepted after consume
 // returned (at least once). The link's source keeps each producer's
 // messages in order for the consumer: every delivery is lane 0.
-func NewConsumer(ctx context.Context, b *Broker, link Link, credit int, consume driver.ConsumeFunc) (driver.Consumer, error) {
-	conn, err := b.Connect(ctx)
+func NewConsumer(ctx context.Context, nodes []*Broker, from uint64, link Link, credit int, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	conn, _, err := ConnectFrom(ctx, nodes, from)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/go-amqp"
 
@@ -22,26 +23,17 @@ type Link struct {
 }
 
 // NewProducer returns a producer sending to link on a connection of its
-// own, whose messages the broker settles once it accepted them: durable
-// says the broker must persist them first (AMQP's header durable).
-// maxInFlight bounds the messages sent and not yet acknowledged.
-func NewProducer(ctx context.Context, b *Broker, link Link, durable bool, maxInFlight int, ack driver.AckFunc) (driver.Producer, error) {
-	conn, err := b.Connect(ctx)
-	if err != nil {
+// own, to the first of nodes that answers from the one at index from
+// (see ConnectFrom), whose messages the broker settles once it accepted
+// them: durable says the broker must persist them first (AMQP's header
+// durable). maxInFlight bounds the messages sent and not yet
+// acknowledged.
+func NewProducer(ctx context.Context, nodes []*Broker, from uint64, link Link, durable bool, maxInFlight int, ack driver.AckFunc) (driver.Producer, error) {
+	p := &producer{nodes: nodes, target: link, ack: ack, durable: durable,
+		sent: make(chan sent, max(1, maxInFlight)), acked: make(chan struct{})}
+	if err := p.open(ctx, from); err != nil {
 		return nil, err
 	}
-	sess, err := conn.NewSession(ctx, nil)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("AMQP session: %w", err)
-	}
-	sender, err := sess.NewSender(ctx, link.Address, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: link.Capabilities})
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("open a sender to %q: %w", link.Address, err)
-	}
-	p := &producer{conn: conn, sender: sender, ack: ack, durable: durable,
-		sent: make(chan sent, max(1, maxInFlight)), acked: make(chan struct{})}
 	go p.acknowledge()
 	return p, nil
 }
@@ -49,20 +41,73 @@ func NewProducer(ctx context.Context, b *Broker, link Link, durable bool, maxInF
 // producer sends over one sender link. Send is called by
 // one goroutine at a time; one goroutine of its own waits for the
 // broker's settlements, in the order of the sends, and calls the
-// AckFunc.
+// AckFunc. When its connection is lost (its node killed, or restarted),
+// the messages in flight on it fail, and the next send connects to the
+// next node that answers, or to its own again when it is the only one.
 type producer struct {
-	conn    *amqp.Conn
-	sender  *amqp.Sender
+	nodes   []*Broker
+	target  Link
 	ack     driver.AckFunc
 	durable bool
 	sent    chan sent
 	acked   chan struct{}
-	// mu guards closed, so that no Send counts a message pending once
-	// Close waits for them.
-	mu      sync.Mutex
-	closed  bool
+	// mu guards what follows, so that no Send counts a message pending
+	// once Close waits for them, nor uses a connection Close closed.
+	mu     sync.Mutex
+	closed bool
+	conn   *amqp.Conn
+	sender *amqp.Sender
+	// at is the index of the node of conn; retryAt when a lost
+	// connection may next be replaced.
+	at      uint64
+	retryAt time.Time
 	pending sync.WaitGroup
 	closing sync.Once
+}
+
+// open connects the producer to the first node that answers from the
+// one at index from, and opens its sender link there (p.mu held, or p
+// not shared yet).
+func (p *producer) open(ctx context.Context, from uint64) error {
+	conn, at, err := ConnectFrom(ctx, p.nodes, from)
+	if err != nil {
+		return err
+	}
+	sess, err := conn.NewSession(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("AMQP session: %w", err)
+	}
+	sender, err := sess.NewSender(ctx, p.target.Address, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr(), TargetCapabilities: p.target.Capabilities})
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("open a sender to %q: %w", p.target.Address, err)
+	}
+	p.conn, p.sender, p.at = conn, sender, at
+	return nil
+}
+
+// reconnectEvery bounds how often a producer whose connection was lost
+// tries to connect again: the sends in between fail at once.
+const reconnectEvery = time.Second
+
+// link returns the producer's sender link, made again on the next node
+// that answers once its connection is lost, at most once every
+// reconnectEvery (p.mu held).
+func (p *producer) link(ctx context.Context) (*amqp.Sender, error) {
+	if !Lost(p.conn) {
+		return p.sender, nil
+	}
+	if time.Now().Before(p.retryAt) {
+		return nil, fmt.Errorf("the connection to %s was lost (connecting again in at most %s): %w", p.nodes[p.at].Addr, reconnectEvery, p.conn.Err())
+	}
+	p.retryAt = time.Now().Add(reconnectEvery)
+	lostConn := p.conn
+	if err := p.open(ctx, p.at+1); err != nil {
+		return nil, fmt.Errorf("the connection to %s was lost (%w), and no node took a new one: %w", p.nodes[p.at].Addr, lostConn.Err(), err)
+	}
+	_ = lostConn.Close()
+	return p.sender, nil
 }
 
 // sent is a message handed to the broker and its receipt, or the error
@@ -97,8 +142,12 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 		return
 	}
 	p.pending.Add(1)
+	sender, err := p.link(ctx)
 	p.mu.Unlock()
-	receipt, err := p.sender.SendWithReceipt(ctx, p.message(m), nil)
+	var receipt amqp.SendReceipt
+	if err == nil {
+		receipt, err = sender.SendWithReceipt(ctx, p.message(m), nil)
+	}
 	if err != nil {
 		err = sendError{err}
 	}
@@ -150,8 +199,8 @@ func (p *producer) Close() {
 	p.closing.Do(func() {
 		p.mu.Lock()
 		p.closed = true
-		p.mu.Unlock()
 		_ = p.conn.Close()
+		p.mu.Unlock()
 		p.pending.Wait()
 		close(p.sent)
 		<-p.acked

@@ -266,6 +266,15 @@ type HostPlacement interface {
 	ControllerHost(ctx context.Context) (string, error)
 }
 
+// Unplaced is implemented by drivers of clusters that have no node to
+// name for a role (a topic's leader, the controller): every node serves
+// every topic. Faults aimed by role are refused before the run, with its
+// reason.
+type Unplaced interface {
+	// Unplaced says why no node serves a role, and what to aim at instead.
+	Unplaced() string
+}
+
 // Pauser is implemented by consumers that can stop receiving for a while,
 // for backlog tests. Messages already fetched when Pause is called may still
 // be delivered; after Resume, delivery continues where it stopped.

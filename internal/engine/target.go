@@ -413,6 +413,8 @@ func (t *Target) faultsFor(w *workload.Workload, dc *workload.DriverConfig, drv 
 		place = p
 	case driver.HostPlacement:
 		place = localfaults.ByHost(t.cluster.Nodes(), p)
+	case driver.Unplaced:
+		place = localfaults.Unplaced(p.Unplaced())
 	}
 	sched, err := localfaults.Schedule(t.cluster, w.Faults, place, w.Seed)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// Finder finds the nodes faults aim at by role: a driver.Placement, or
-// ByHost of a driver.HostPlacement.
+// Finder finds the nodes faults aim at by role: a driver.Placement,
+// ByHost of a driver.HostPlacement, or Unplaced of a driver.Unplaced.
 type Finder interface {
 	// Leader returns the node leading a topic's partition.
 	Leader(ctx context.Context, topic string, partition int) (int, error)
@@ -64,6 +64,16 @@ func (b byHost) node(host string) (int, error) {
 	return 0, fmt.Errorf("no broker node of the local cluster is on %s, the host the broker named", host)
 }
 
+// Unplaced is the Finder of a driver that names no node for a role, and
+// says why: Schedule refuses faults aimed by role with its reason.
+type Unplaced string
+
+// Leader implements Finder: an error, the reason.
+func (u Unplaced) Leader(context.Context, string, int) (int, error) { return 0, errors.New(string(u)) }
+
+// Controller implements Finder: an error, the reason.
+func (u Unplaced) Controller(context.Context) (int, error) { return 0, errors.New(string(u)) }
+
 // Schedule turns a workload's fault schedule into faults on c's nodes.
 // place finds the nodes aimed at by role (leader, controller); seed picks
 // random nodes, so a schedule picks the same nodes again. A kill or pause
@@ -82,8 +92,13 @@ func Schedule(c *local.Cluster, schedule []workload.Fault, place Finder, seed ui
 		if id, err := strconv.Atoi(spec.Peer); err == nil && c.Node(id) == nil {
 			return nil, fmt.Errorf("fault %q: the cluster has no node %d", spec, id)
 		}
-		if place == nil && (spec.Node == workload.NodeLeader || spec.Node == workload.NodeController) {
-			return nil, fmt.Errorf("fault %q: this driver cannot tell which node is the %s", spec, spec.Node)
+		if byRole := spec.Node == workload.NodeLeader || spec.Node == workload.NodeController; byRole {
+			if why, ok := place.(Unplaced); ok {
+				return nil, fmt.Errorf("fault %q: %s", spec, why)
+			}
+			if place == nil {
+				return nil, fmt.Errorf("fault %q: this driver cannot tell which node is the %s", spec, spec.Node)
+			}
 		}
 		group := fmt.Sprintf("fault-%d", i+1)
 		f := &nodeFault{c: c, spec: spec, group: group, place: place, rng: rng, target: &resolved{}}

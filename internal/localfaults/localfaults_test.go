@@ -3,9 +3,12 @@ package localfaults
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // hosts is a driver.HostPlacement that names fixed hosts.
@@ -41,5 +44,22 @@ func TestByHost(t *testing.T) {
 	refused := errors.New("lookup refused")
 	if _, err := ByHost(nodes, hosts{err: refused}).Controller(ctx); !errors.Is(err, refused) {
 		t.Errorf("Controller = %v; want the driver's error", err)
+	}
+}
+
+// TestUnplaced: a driver that names no node for a role has faults aimed
+// at the leader or the controller refused before the run, with its
+// reason; faults aimed at a node by number or at random are scheduled.
+func TestUnplaced(t *testing.T) {
+	why := Unplaced("every node serves every topic")
+	for _, role := range []string{workload.NodeLeader, workload.NodeController} {
+		_, err := Schedule(&local.Cluster{}, []workload.Fault{{Action: workload.FaultKill, Node: role}}, why, 1)
+		if err == nil || !strings.Contains(err.Error(), string(why)) {
+			t.Errorf("kill %s: %v; want a refusal giving the driver's reason", role, err)
+		}
+	}
+	sched, err := Schedule(&local.Cluster{}, []workload.Fault{{Action: workload.FaultPause, Node: workload.NodeRandom, For: time.Second}}, why, 1)
+	if err != nil || len(sched) != 2 {
+		t.Errorf("pause a random node for 1s: %d faults, %v; want the pause and its undo", len(sched), err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/go-amqp"
 
@@ -37,29 +38,62 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// Driver talks to one Artemis broker. It is safe for concurrent use.
+// Driver talks to one Artemis broker, or to the nodes of a cluster:
+// producers and consumers connect to the nodes in turn, and addresses
+// and queues are made on every node. It is safe for concurrent use.
 type Driver struct {
-	cfg  *config
-	opts driver.Options
-
-	mu    sync.Mutex
-	admin *amqp.Conn  // the connection of management requests, made on first use
-	mgmt  *management // nil until first used, or without a management address
+	cfg   *config
+	nodes []*node // one per acceptor address of cfg
+	// brokers are the nodes' brokers, for the clients' connections.
+	brokers []*amqp10.Broker
+	// next is the node the next client connects to first.
+	next atomic.Uint64
 }
 
-var _ driver.WrittenCounter = (*Driver)(nil)
+// node is one broker the driver reaches, and its connection of
+// management requests, made on first use.
+type node struct {
+	broker *amqp10.Broker
+	mu     sync.Mutex
+	admin  *amqp.Conn
+	mgmt   *management // nil without a management address
+}
+
+var (
+	_ driver.WrittenCounter          = (*Driver)(nil)
+	_ driver.ResettingWrittenCounter = (*Driver)(nil)
+	_ driver.Rereader                = cluster{}
+	_ driver.Unplaced                = cluster{}
+)
 
 // New validates dc; connections are made on first use. Without a
 // management address the driver neither counts written messages nor
-// reads the broker again.
+// reads the broker again; with several nodes, it does not count written
+// messages (see cluster).
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
+	d, err := newDriver(dc, opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case d.cfg.management == "":
+		return uncounted{d}, nil
+	case len(d.nodes) > 1:
+		return cluster{Driver: d, Rereader: d}, nil
+	}
+	return d, nil
+}
+
+// newDriver is New's driver, whatever it offers.
+func newDriver(dc *workload.DriverConfig, opts driver.Options) (*Driver, error) {
 	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, opts: opts}
-	if cfg.management == "" {
-		return uncounted{d}, nil
+	d := &Driver{cfg: cfg}
+	for _, addr := range cfg.addrs {
+		b := &amqp10.Broker{Addr: addr, TLS: cfg.tls, Username: cfg.username, Password: cfg.password, Dial: opts.Dial}
+		d.nodes = append(d.nodes, &node{broker: b})
+		d.brokers = append(d.brokers, b)
 	}
 	return d, nil
 }
@@ -68,21 +102,38 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 // driver.Rereader, which need the management address.
 type uncounted struct{ driver.Driver }
 
-// broker is where the driver connects and how it logs in.
-func (d *Driver) broker() *amqp10.Broker {
-	return &amqp10.Broker{Addr: d.cfg.addr, TLS: d.cfg.tls, Username: d.cfg.username, Password: d.cfg.password, Dial: d.opts.Dial}
+// cluster is the driver of a cluster's nodes, without its
+// driver.WrittenCounter: a node counts a message routed on its address
+// when a producer sends it there and again when another node forwards
+// it there, so that the nodes' counts add up to more than was written.
+type cluster struct {
+	driver.Driver
+	driver.Rereader
 }
 
+// Unplaced implements driver.Unplaced.
+func (cluster) Unplaced() string {
+	return "an Artemis cluster has no node that leads a topic: every node holds its own part of each subscription's queue, " +
+		"and forwards messages to the others' parts that have consumers; aim the fault at a node by number, or at random"
+}
+
+// turn is the index of the node the next producer or consumer connects
+// to first, so that clients spread over a cluster's nodes; it connects
+// to the first after it that answers (see amqp10.ConnectFrom).
+func (d *Driver) turn() uint64 { return d.next.Add(1) - 1 }
+
 // NewProducer implements driver.Driver: a sender link to the topic's
-// address on a connection of its own, whose messages the broker settles
-// once it accepted them. The "topic" capability has a broker that
-// creates addresses on demand make a multicast one.
+// address on a connection of its own, to the next node in turn, whose
+// messages the broker settles once it accepted them; once its
+// connection is lost, the producer connects to the next node that
+// answers. The "topic" capability has a broker that creates addresses on
+// demand make a multicast one.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	return amqp10.NewProducer(ctx, d.broker(), amqp10.Link{Address: spec.Topic, Capabilities: []string{"topic"}}, d.cfg.durable, spec.MaxInFlight, ack)
+	return amqp10.NewProducer(ctx, d.brokers, d.turn(), amqp10.Link{Address: spec.Topic, Capabilities: []string{"topic"}}, d.cfg.durable, spec.MaxInFlight, ack)
 }
 
 // NewConsumer implements driver.Driver: a receiver link, on a connection
-// of its own, to the subscription's queue, which its first consumer
+// of its own to the next node in turn, to the subscription's queue, which its first consumer
 // creates. A queue receives the messages routed to the address after it
 // exists (Artemis cannot replay), and the runner subscribes before it
 // produces: StartEarliest and StartNew are the same here.
@@ -96,35 +147,61 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	// The queue's fully qualified name; the "topic" capability has a
 	// broker that creates queues on demand make a multicast one.
 	source := spec.Topic + "::" + queueName(spec.Topic, spec.Subscription)
-	return amqp10.NewConsumer(ctx, d.broker(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, d.cfg.credit, consume)
+	return amqp10.NewConsumer(ctx, d.brokers, d.turn(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, d.cfg.credit, consume)
 }
 
-// adminConn returns the connection of management requests, and their
-// link when the driver has a management address.
-func (d *Driver) adminConn(ctx context.Context) (*amqp.Conn, *management, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.admin == nil {
-		conn, err := d.broker().Connect(ctx)
+// manage returns the connection of management requests to node n, and
+// their link when the driver has a management address: a new one when
+// the last was lost (its node was killed, or restarted).
+func (d *Driver) manage(ctx context.Context, n *node) (*amqp.Conn, *management, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.admin != nil && amqp10.Lost(n.admin) {
+		_ = n.admin.Close()
+		n.admin, n.mgmt = nil, nil
+	}
+	if n.admin == nil {
+		conn, err := n.broker.Connect(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		d.admin = conn
+		n.admin = conn
 	}
-	if d.mgmt == nil && d.cfg.management != "" {
-		m, err := newManagement(ctx, d.admin, d.cfg.management)
+	if n.mgmt == nil && d.cfg.management != "" {
+		m, err := newManagement(ctx, n.admin, d.cfg.management)
 		if err != nil {
 			return nil, nil, err
 		}
-		d.mgmt = m
+		n.mgmt = m
 	}
-	return d.admin, d.mgmt, nil
+	return n.admin, n.mgmt, nil
+}
+
+// onEvery runs f with the management link of every node, one after
+// another, and returns their errors, each naming its node in a cluster.
+// Without a management address it does nothing.
+func (d *Driver) onEvery(ctx context.Context, f func(m *management) error) error {
+	if d.cfg.management == "" {
+		return nil
+	}
+	var errs []error
+	for _, n := range d.nodes {
+		_, m, err := d.manage(ctx, n)
+		if err == nil {
+			err = f(m)
+		}
+		if err != nil && len(d.nodes) > 1 {
+			err = fmt.Errorf("node %s: %w", n.broker.Addr, err)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // BrokerVersion implements driver.Driver: the product and version the
 // broker announces when a connection opens.
 func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {
-	conn, _, err := d.adminConn(ctx)
+	conn, _, err := d.manage(ctx, d.nodes[0])
 	if err != nil {
 		return "", err
 	}
@@ -153,9 +230,9 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// CreateTopic implements driver.Driver: a multicast address. A topic
-// has one lane; spec.Config must be empty (an address takes its
-// settings from the broker's address settings).
+// CreateTopic implements driver.Driver: a multicast address, on every
+// node of a cluster. A topic has one lane; spec.Config must be empty (an
+// address takes its settings from the broker's address settings).
 func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if err := checkName("topic", spec.Name); err != nil {
 		return err
@@ -163,29 +240,32 @@ func (d *Driver) CreateTopic(ctx context.Context, spec driver.TopicSpec) error {
 	if len(spec.Config) > 0 {
 		return fmt.Errorf("create topic %q: the Artemis driver takes no topic settings (got %s): set them in the broker's address-settings", spec.Name, spec.Config[0].Key)
 	}
-	_, m, err := d.adminConn(ctx)
-	if err != nil || m == nil {
-		return err
-	}
-	if err := m.invoke(ctx, "broker", "createAddress", nil, spec.Name, "MULTICAST"); err != nil {
+	if err := d.onEvery(ctx, func(m *management) error {
+		return m.invoke(ctx, "broker", "createAddress", nil, spec.Name, "MULTICAST")
+	}); err != nil {
 		return fmt.Errorf("create topic %q: %w", spec.Name, err)
 	}
 	return nil
 }
 
 // DeleteTopic implements driver.Driver: the address with its queues and
-// what they hold, also while clients are attached to it.
+// what they hold, also while clients are attached to it, on every node
+// of a cluster that has it. A topic no node has is ErrTopicNotFound.
 func (d *Driver) DeleteTopic(ctx context.Context, name string) error {
-	_, m, err := d.adminConn(ctx)
-	if err != nil || m == nil {
+	missing := 0
+	err := d.onEvery(ctx, func(m *management) error {
+		err := m.invoke(ctx, "broker", "deleteAddress", nil, name, true)
+		if errors.Is(err, errManagement) && notFound.MatchString(err.Error()) {
+			missing++
+			return nil
+		}
 		return err
-	}
-	err = m.invoke(ctx, "broker", "deleteAddress", nil, name, true)
-	if errors.Is(err, errManagement) && notFound.MatchString(err.Error()) {
-		return fmt.Errorf("delete topic %q: %w: %w", name, driver.ErrTopicNotFound, err)
-	}
-	if err != nil {
+	})
+	switch {
+	case err != nil:
 		return fmt.Errorf("delete topic %q: %w", name, err)
+	case missing == len(d.nodes):
+		return fmt.Errorf("delete topic %q: %w: no node has the address", name, driver.ErrTopicNotFound)
 	}
 	return nil
 }
@@ -197,15 +277,14 @@ var notFound = regexp.MustCompile(`AMQ229203|(?i)does not exist`)
 // driver names it.
 func queueName(topic, subscription string) string { return topic + "-" + subscription }
 
-// createQueue creates the durable multicast queue of a subscription,
-// unless it exists.
+// createQueue creates the durable multicast queue of a subscription on
+// every node, unless it exists there: a cluster's nodes route each
+// message to one of the queues of that name, so that a node without
+// consumers of its own has somewhere to put a message before it learns
+// of the others' consumers.
 func (d *Driver) createQueue(ctx context.Context, topic, subscription string) error {
-	_, m, err := d.adminConn(ctx)
-	if err != nil || m == nil {
-		return err
-	}
 	q := fmt.Sprintf(`{"name":%q,"address":%q,"routing-type":"MULTICAST","durable":true}`, queueName(topic, subscription), topic)
-	if err := m.invoke(ctx, "broker", "createQueue", nil, q, true); err != nil {
+	if err := d.onEvery(ctx, func(m *management) error { return m.invoke(ctx, "broker", "createQueue", nil, q, true) }); err != nil {
 		return fmt.Errorf("create queue %q of topic %q: %w", queueName(topic, subscription), topic, err)
 	}
 	return nil
@@ -213,10 +292,9 @@ func (d *Driver) createQueue(ctx context.Context, topic, subscription string) er
 
 // Written implements driver.WrittenCounter: the address's count of the
 // messages routed to one of its queues or more, which consumption does
-// not lower. Artemis keeps it in memory: a restarted broker counts from
-// zero.
+// not lower. A cluster's driver does not offer it (see cluster).
 func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
-	_, m, err := d.adminConn(ctx)
+	_, m, err := d.manage(ctx, d.nodes[0])
 	if err != nil {
 		return 0, err
 	}
@@ -227,15 +305,21 @@ func (d *Driver) Written(ctx context.Context, topic string) (int64, error) {
 	return n, nil
 }
 
+// WrittenResets implements driver.ResettingWrittenCounter: Artemis keeps
+// the count in memory, and a restarted broker counts from zero.
+func (d *Driver) WrittenResets() bool { return true }
+
 // EffectiveConfig implements driver.Driver.
 func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg.effective }
 
 // Close implements driver.Driver.
 func (d *Driver) Close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.admin != nil {
-		_ = d.admin.Close()
-		d.admin, d.mgmt = nil, nil
+	for _, n := range d.nodes {
+		n.mu.Lock()
+		if n.admin != nil {
+			_ = n.admin.Close()
+			n.admin, n.mgmt = nil, nil
+		}
+		n.mu.Unlock()
 	}
 }

@@ -3,11 +3,15 @@ package artemis
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/brokerbench/brokerbench/internal/amqp10"
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
@@ -114,8 +118,8 @@ func TestOMBDriverFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.addr != "localhost:61616" || cfg.tls != nil {
-		t.Errorf("brokerAddress tcp://localhost:61616 gives %q (TLS %v); want localhost:61616 without TLS", cfg.addr, cfg.tls != nil)
+	if !slices.Equal(cfg.addrs, []string{"localhost:61616"}) || cfg.tls != nil {
+		t.Errorf("brokerAddress tcp://localhost:61616 gives %q (TLS %v); want localhost:61616 without TLS", cfg.addrs, cfg.tls != nil)
 	}
 }
 
@@ -130,7 +134,7 @@ func TestSettings(t *testing.T) {
 		consumer  workload.Properties
 		endpoints []string
 		local     *driver.Credentials
-		addr      string // the acceptor reached
+		addr      string // the acceptors reached, separated by commas
 		tls       bool
 		user      string
 		err       string // a part of the error; "" for none
@@ -143,8 +147,11 @@ func TestSettings(t *testing.T) {
 		{name: "user in URL", common: prop("url", "amqp://u:p@h:1"), addr: "h:1", user: "u"},
 		// An endpoint given on the command line wins over the file's.
 		{name: "endpoint", common: prop("url", "amqp://a:1"), endpoints: []string{"b:2"}, addr: "b:2"},
-		// The driver reaches one broker.
-		{name: "two endpoints", endpoints: []string{"a:1", "b:1"}, err: "one broker"},
+		// A cluster's nodes, from the command line or the config.
+		{name: "two endpoints", endpoints: []string{"a:1", "b:1"}, addr: "a:1,b:1"},
+		{name: "two URLs", common: prop("url", "amqps://a:1, amqps://b:1"), addr: "a:1,b:1", tls: true},
+		// The nodes of a cluster are all reached over TLS, or none.
+		{name: "TLS for some", common: prop("url", "amqps://a:1,amqp://b:1"), err: "all over TLS"},
 		// A local broker's credentials serve when the config has none.
 		{name: "local credentials", local: &driver.Credentials{Username: "lu", Password: "lp"}, addr: "127.0.0.1:61616", user: "lu"},
 		{name: "own user", common: prop("username", "me"), local: &driver.Credentials{Username: "lu", Password: "lp"}, addr: "127.0.0.1:61616", user: "me"},
@@ -165,8 +172,8 @@ func TestSettings(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case cfg.addr != c.addr || (cfg.tls != nil) != c.tls || cfg.username != c.user:
-				t.Errorf("address %q, TLS %v, user %q; want %q, %v, %q", cfg.addr, cfg.tls != nil, cfg.username, c.addr, c.tls, c.user)
+			case strings.Join(cfg.addrs, ",") != c.addr || (cfg.tls != nil) != c.tls || cfg.username != c.user:
+				t.Errorf("addresses %q, TLS %v, user %q; want %q, %v, %q", cfg.addrs, cfg.tls != nil, cfg.username, c.addr, c.tls, c.user)
 			}
 		})
 	}
@@ -200,5 +207,78 @@ func TestWithoutManagement(t *testing.T) {
 	}
 	if _, ok := d.(driver.Rereader); ok {
 		t.Error("the driver re-reads without a management address")
+	}
+}
+
+// TestClusterDriver: a driver of several nodes re-reads them but counts
+// no written messages, which their counts would overstate, and refuses
+// faults aimed at a topic's leader, which it has none of, saying why.
+func TestClusterDriver(t *testing.T) {
+	d, err := New(&workload.DriverConfig{Name: "artemis", Source: "test"}, driver.Options{Endpoints: []string{"127.0.1.1:61616", "127.0.1.2:61616"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.(driver.WrittenCounter); ok {
+		t.Error("a cluster's driver counts written messages")
+	}
+	if _, ok := d.(driver.Rereader); !ok {
+		t.Error("a cluster's driver does not re-read")
+	}
+	if u, ok := d.(driver.Unplaced); !ok || !strings.Contains(u.Unplaced(), "no node that leads a topic") {
+		t.Errorf("a cluster's driver does not say why it names no leader (%v)", ok)
+	}
+	single, err := New(&workload.DriverConfig{Name: "artemis", Source: "test"}, driver.Options{Endpoints: []string{"127.0.0.1:61616"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, ok := single.(driver.ResettingWrittenCounter); !ok || !rc.WrittenResets() {
+		t.Error("one broker's written count is not declared to start again from zero when it restarts")
+	}
+}
+
+// TestClientsSpread: clients connect to a cluster's nodes in turn, and
+// one whose node does not answer connects to the next. The nodes here
+// take each connection and close it at once.
+func TestClientsSpread(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		accepted []int
+		addrs    []string
+	)
+	for i := range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				accepted = append(accepted, i+1)
+				mu.Unlock()
+				c.Close()
+			}
+		}()
+	}
+	d, err := newDriver(&workload.DriverConfig{Name: "artemis", Source: "test"}, driver.Options{Endpoints: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, _, err := amqp10.ConnectFrom(ctx, d.brokers, d.turn()); err == nil {
+			t.Fatal("connected without a broker")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 2, 3, 2, 3, 1}; !slices.Equal(accepted, want) {
+		t.Errorf("nodes connected to: %v; want %v", accepted, want)
 	}
 }

@@ -2,7 +2,6 @@ package artemis
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -21,7 +20,8 @@ func init() {
 // settings are the driver's settings by section, with their defaults.
 var settings = map[string]map[string]string{
 	"common": {
-		// The broker's AMQP 1.0 acceptor: amqp:// or amqps://.
+		// The broker's AMQP 1.0 acceptor: amqp:// or amqps://; a
+		// cluster's, one per node, separated by commas.
 		"url": "amqp://127.0.0.1:61616",
 		// OMB's Artemis driver file: the core protocol's URL
 		// (tcp://host:port), whose acceptor Artemis also serves AMQP on
@@ -54,8 +54,9 @@ var secretKeys = []string{"password", "tlsTrustStorePassword", "tlsKeyStorePassw
 
 // config is a validated driver configuration.
 type config struct {
-	// addr is the acceptor's host:port; tls is nil for plain connections.
-	addr               string
+	// addrs are the acceptors' host:port, one per node of a cluster;
+	// tls is nil for plain connections.
+	addrs              []string
 	tls                *tls.Config
 	username, password string
 	management         string
@@ -65,9 +66,9 @@ type config struct {
 }
 
 // parseConfig validates every setting of dc. endpoints, when given,
-// replace the URL: one amqp:// or amqps:// URL, or host:port. local
-// are the credentials of a local broker brokerbench secured, used where
-// dc gives none.
+// replace the URL: amqp:// or amqps:// URLs, or host:port, one per node
+// of a cluster. local are the credentials of a local broker brokerbench
+// secured, used where dc gives none.
 func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "Artemis", settings)
 	c := &config{username: s.String("common", "username"), password: s.String("common", "password"),
@@ -76,21 +77,26 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if ba := s.String("common", "brokerAddress"); ba != "" {
 		raw, key = ba, "brokerAddress"
 	}
-	var errs []error
+	urls := strings.Split(raw, ",")
 	if len(endpoints) > 0 {
-		raw = endpoints[0]
-		if len(endpoints) > 1 {
-			errs = append(errs, fmt.Errorf("%s: the Artemis driver connects to one broker; got %d addresses", dc.Source, len(endpoints)))
+		urls = endpoints
+	}
+	var secure bool
+	for i, u := range urls {
+		addr, tlsURL, user, err := parseURL(strings.TrimSpace(u))
+		switch {
+		case err != nil:
+			s.Fail("common", key, "%v", err)
+			continue
+		case i > 0 && tlsURL != secure:
+			s.Fail("common", key, "%q: every node of a cluster is reached alike, all over TLS (amqps://) or none", driver.RedactEndpoints(u))
 		}
-	}
-	addr, secure, user, err := parseURL(raw)
-	if err != nil {
-		s.Fail("common", key, "%v", err)
-	}
-	c.addr = addr
-	if user != nil && c.username == "" {
-		c.username = user.Username()
-		c.password, _ = user.Password()
+		secure = tlsURL
+		c.addrs = append(c.addrs, addr)
+		if user != nil && c.username == "" {
+			c.username = user.Username()
+			c.password, _ = user.Password()
+		}
 	}
 	if local != nil && c.username == "" && c.password == "" {
 		c.username, c.password = local.Username, local.Password
@@ -98,7 +104,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	c.tls = driver.ClientTLS(s, secure, local)
 	c.durable = s.Bool("producer", "durable")
 	c.credit = s.Int("consumer", "credit", 1)
-	if err := errors.Join(append(errs, s.Err())...); err != nil {
+	if err := s.Err(); err != nil {
 		return nil, err
 	}
 	c.effective = s.Effective(append([]string{"url", "brokerAddress", "username"}, secretKeys...)...)
@@ -106,7 +112,11 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if c.tls != nil {
 		scheme = "amqps"
 	}
-	common := append(workload.Properties{{Key: "url", Value: scheme + "://" + c.addr}, {Key: "username", Value: c.username}}, c.effective["common"]...)
+	nodes := make([]string, len(c.addrs))
+	for i, a := range c.addrs {
+		nodes[i] = scheme + "://" + a
+	}
+	common := append(workload.Properties{{Key: "url", Value: strings.Join(nodes, ",")}, {Key: "username", Value: c.username}}, c.effective["common"]...)
 	if c.password != "" {
 		common = append(common, workload.Property{Key: "password", Value: "(set)"})
 	}

@@ -2,7 +2,9 @@ package artemis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,22 +19,36 @@ import (
 // Version is the ActiveMQ Artemis release brokerbench installs and runs.
 const Version = "2.40.0"
 
-// NewLocal returns a local Artemis broker, its AMQP acceptor on port,
-// with default directories ("artemis-PORT" under the state directory)
-// and a heap of 1024 MB. A local Artemis cluster has one node (the
-// module's MaxNodes).
+// NewLocal returns a local Artemis broker, or a cluster of brokers,
+// their AMQP acceptors on port, with default directories
+// ("artemis-PORT" under the state directory) and a heap of 1024 MB for
+// one broker, 512 MB for each of a cluster's.
 func NewLocal(port, brokers int) *local.Cluster {
+	heap := 1024
+	if brokers > 1 {
+		heap = 512
+	}
 	return &local.Cluster{Kind: Kind{}, CacheDir: local.DefaultCacheDir(), StateDir: filepath.Join(local.DefaultStateDir(), fmt.Sprintf("artemis-%d", port)),
-		Port: port, Brokers: brokers, HeapMB: 1024}
+		Port: port, Brokers: brokers, HeapMB: heap}
 }
 
-// Kind is the local.Kind of a single ActiveMQ Artemis broker: an instance
-// made by Artemis' own "artemis create" in the node's directory, its
-// journal there, without its web console. Its one acceptor per listener
+// Kind is the local.Kind of ActiveMQ Artemis: each node an instance made
+// by Artemis' own "artemis create" in the node's directory, its journal
+// there, without its web console. A node's one acceptor per listener
 // serves AMQP 1.0 and Artemis' core protocol. Unsecured, it lets clients
 // in anonymously (and its user with any password); secured, every
 // listener asks for the user's password (SASL PLAIN), and the "tls"
 // listener serves TLS with the cluster's certificates.
+//
+// Several nodes are a symmetric cluster of primaries, without backups:
+// each node connects to every other one through a static connector to
+// its "cluster" acceptor (the core protocol, plain, logged in as the
+// cluster's user), learns which queues the others have and whether they
+// have consumers, and forwards a message to another node's queue of the
+// same name when that one has consumers and its own does not, or in turn
+// when both have (message-load-balancing ON_DEMAND); a queue whose
+// consumers are gone hands its messages to the nodes that have some
+// (redistribution-delay 0). A node keeps no copy of another's messages.
 type Kind struct{}
 
 // Name implements local.Kind.
@@ -96,24 +112,51 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return os.WriteFile(done, []byte(Version+"\n"), 0o644)
 }
 
-// Layout implements local.Kind: one broker, with a port per listener.
+// Layout implements local.Kind: node i on the cluster's loopback
+// address, with a port per listener, and in a cluster one more for the
+// other nodes' connections ("cluster").
 func (Kind) Layout(c *local.Cluster) []*local.Node {
-	n := &local.Node{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),
-		Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, "node-1")}
-	for _, l := range c.ServedListeners() {
-		n.Ports[c.ListenerKey(l)] = 0
+	var nodes []*local.Node
+	for i := 1; i <= c.Brokers; i++ {
+		n := &local.Node{ID: i, Roles: []string{"broker"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		for _, l := range c.ServedListeners() {
+			n.Ports[c.ListenerKey(l)] = 0
+		}
+		if c.Brokers > 1 {
+			n.Ports["cluster"] = 0
+		}
+		nodes = append(nodes, n)
 	}
-	return []*local.Node{n}
+	return nodes
 }
 
 // instance is the broker instance's directory in node n's.
 func instance(n *local.Node) string { return filepath.Join(n.Dir, "instance") }
 
 // Configure implements local.Kind: a new node's instance is made by
-// "artemis create"; every start then has its acceptors, and its users
-// and login, written anew.
+// "artemis create"; every start then has its acceptors, its cluster
+// connection, and its users and login, written anew.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
-	n := c.Nodes()[0]
+	clusterPassword := c.ID
+	if sec := c.Security(); sec != nil {
+		var err error
+		if clusterPassword, err = sec.Password(); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes() {
+		if err := configureNode(ctx, c, n, clusterPassword); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configureNode makes node n's instance if it has none, and writes its
+// settings; clusterPassword is the password the nodes of a cluster log
+// in to each other with.
+func configureNode(ctx context.Context, c *local.Cluster, n *local.Node, clusterPassword string) error {
 	etc := filepath.Join(instance(n), "etc")
 	if _, err := os.Stat(filepath.Join(etc, "broker.xml")); err != nil {
 		// The user and password given here are replaced below.
@@ -128,11 +171,30 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	with := diskLimit(acceptorsRE.ReplaceAllLiteral(brokerXML, []byte(acceptors(c, n))))
-	if err := os.WriteFile(filepath.Join(etc, "broker.xml"), with, 0o644); err != nil {
+	// A secured cluster's password is its nodes' cluster password.
+	if err := os.WriteFile(filepath.Join(etc, "broker.xml"), brokerSettings(c, c.Nodes(), n, clusterPassword, brokerXML), 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Join(etc, "broker.xml"), 0o600); err != nil {
 		return err
 	}
 	return writeLogin(c, etc)
+}
+
+// brokerSettings returns the broker.xml "artemis create" wrote for node
+// n of c's nodes with brokerbench's settings in place of its own: the
+// acceptors, the cluster connection of a cluster (after the acceptors),
+// the disk limit and, in a cluster, the redistribution of the messages
+// of a queue without consumers. Applied to its own result it changes
+// nothing.
+func brokerSettings(c *local.Cluster, nodes []*local.Node, n *local.Node, clusterPassword string, brokerXML []byte) []byte {
+	with := acceptorsRE.ReplaceAllLiteral(brokerXML, []byte(acceptors(c, n)+clusterConnection(nodes, n, clusterPassword)))
+	redistribution := ""
+	if len(nodes) > 1 {
+		redistribution = "\n            <redistribution-delay>0</redistribution-delay>"
+	}
+	with = redistributionRE.ReplaceAllLiteral(with, []byte(`<address-setting match="#">`+redistribution))
+	return diskLimit(with)
 }
 
 // diskLimitRE matches the disk limits of an instance's broker.xml: the
@@ -148,14 +210,22 @@ func diskLimit(brokerXML []byte) []byte {
 	return diskLimitRE.ReplaceAllLiteral(brokerXML, []byte("<max-disk-usage>100</max-disk-usage>\n      <min-disk-free>1GB</min-disk-free>"))
 }
 
-// acceptorsRE matches the acceptors of an instance's broker.xml.
-var acceptorsRE = regexp.MustCompile(`(?s)<acceptors>.*</acceptors>`)
+// acceptorsRE matches the acceptors of an instance's broker.xml, and
+// the cluster connection brokerSettings writes after them.
+var acceptorsRE = regexp.MustCompile(`(?s)<acceptors>.*</acceptors>(\s*<connectors>.*</cluster-connections>)?`)
+
+// redistributionRE matches the catch-all address setting of an
+// instance's broker.xml and the redistribution delay brokerSettings
+// writes first in it.
+var redistributionRE = regexp.MustCompile(`<address-setting match="#">(\s*<redistribution-delay>[^<]*</redistribution-delay>)?`)
 
 // acceptors is the broker's acceptors element: one per listener served,
 // each taking AMQP 1.0 and Artemis' core protocol, the core one with
-// the settings "artemis create" gives it.
+// the settings "artemis create" gives it; and in a cluster the
+// "cluster" acceptor, of the core protocol alone, for the other nodes.
 func acceptors(c *local.Cluster, n *local.Node) string {
-	const common = "tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;protocols=AMQP,CORE;useEpoll=true;amqpCredits=1000;amqpLowCredits=300;amqpMinLargeMessageSize=102400"
+	const buffers = "tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576"
+	const common = buffers + ";protocols=AMQP,CORE;useEpoll=true;amqpCredits=1000;amqpLowCredits=300;amqpMinLargeMessageSize=102400"
 	var b strings.Builder
 	b.WriteString("<acceptors>\n")
 	if c.Serving("plain") {
@@ -165,9 +235,44 @@ func acceptors(c *local.Cluster, n *local.Node) string {
 		fmt.Fprintf(&b, "         <acceptor name=\"tls\">tcp://%s?%s;sslEnabled=true;keyStoreType=PEM;keyStorePath=%s</acceptor>\n",
 			n.Addr(c.ListenerKey("tls")), common, sec.NodeKeyStore(n))
 	}
+	if _, ok := n.Ports["cluster"]; ok {
+		fmt.Fprintf(&b, "         <acceptor name=\"cluster\">tcp://%s?%s;protocols=CORE;useEpoll=true</acceptor>\n", n.Addr("cluster"), buffers)
+	}
 	b.WriteString("      </acceptors>")
 	return b.String()
 }
+
+// clusterConnection is node n's part of the cluster of nodes, written
+// after its acceptors: a connector to every node's "cluster" acceptor, the user
+// the nodes log in to each other as, with clusterPassword, and one
+// cluster connection to every other node, which forwards messages on
+// demand (ON_DEMAND) over one hop. It is empty for a single broker.
+func clusterConnection(nodes []*local.Node, n *local.Node, clusterPassword string) string {
+	if len(nodes) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n      <connectors>\n")
+	for _, peer := range nodes {
+		fmt.Fprintf(&b, "         <connector name=\"node-%d\">tcp://%s</connector>\n", peer.ID, peer.Addr("cluster"))
+	}
+	b.WriteString("      </connectors>\n")
+	fmt.Fprintf(&b, "      <cluster-user>%s</cluster-user>\n      <cluster-password>%s</cluster-password>\n", clusterUser, html.EscapeString(clusterPassword))
+	b.WriteString("      <cluster-connections>\n         <cluster-connection name=\"brokerbench\">\n")
+	fmt.Fprintf(&b, "            <connector-ref>node-%d</connector-ref>\n", n.ID)
+	b.WriteString("            <message-load-balancing>ON_DEMAND</message-load-balancing>\n            <max-hops>1</max-hops>\n            <static-connectors>\n")
+	for _, peer := range nodes {
+		if peer != n {
+			fmt.Fprintf(&b, "               <connector-ref>node-%d</connector-ref>\n", peer.ID)
+		}
+	}
+	b.WriteString("            </static-connectors>\n         </cluster-connection>\n      </cluster-connections>")
+	return b.String()
+}
+
+// clusterUser is the user the nodes of a cluster log in to each other
+// as; Artemis checks it against the cluster password alone.
+const clusterUser = "brokerbench-cluster"
 
 // writeLogin writes the broker's users, roles and login modules: the
 // user with the secured cluster's password, or, unsecured, anyone let in
@@ -222,10 +327,10 @@ func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	return []string{filepath.Join(instance(n), "bin", "artemis"), "run"}
 }
 
-// Ready implements local.Kind: the broker opens an AMQP connection on
-// its first listener, with the user's password when it is secured.
+// Ready implements local.Kind: every node opens an AMQP connection on
+// its first listener, with the user's password when it is secured; in a
+// cluster, every node counts all of them in its topology.
 func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
-	n := c.Nodes()[0]
 	dc := &workload.DriverConfig{Name: "artemis", Source: "local"}
 	var opts driver.Options
 	if sec := c.Security(); sec != nil {
@@ -238,12 +343,41 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 			dc.Common = workload.Properties{{Key: "tls", Value: "true"}}
 		}
 	}
-	opts.Endpoints = []string{n.Addr("client")}
-	d, err := New(dc, opts)
+	nodes := c.Nodes()
+	for _, n := range nodes {
+		opts.Endpoints = []string{n.Addr("client")}
+		if err := nodeReady(ctx, dc, opts, len(nodes)); err != nil {
+			return fmt.Errorf("node %d: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+// nodeReady returns nil once the node a driver with dc and opts reaches
+// serves clients and counts members nodes in its cluster's topology.
+func nodeReady(ctx context.Context, dc *workload.DriverConfig, opts driver.Options, members int) error {
+	d, err := newDriver(dc, opts)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	_, err = d.BrokerVersion(ctx)
-	return err
+	if _, err := d.BrokerVersion(ctx); err != nil || members == 1 {
+		return err
+	}
+	_, m, err := d.manage(ctx, d.nodes[0])
+	if err != nil {
+		return err
+	}
+	var topology string
+	if err := m.invoke(ctx, "broker", "listNetworkTopology", &topology); err != nil {
+		return fmt.Errorf("read the cluster's topology: %w", err)
+	}
+	var known []json.RawMessage
+	if err := json.Unmarshal([]byte(topology), &known); err != nil {
+		return fmt.Errorf("unreadable topology %q: %w", topology, err)
+	}
+	if len(known) < members {
+		return fmt.Errorf("%d of the %d nodes in its cluster's topology", len(known), members)
+	}
+	return nil
 }

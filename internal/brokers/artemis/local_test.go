@@ -1,6 +1,8 @@
 package artemis
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,5 +23,97 @@ func TestDiskLimit(t *testing.T) {
 	}
 	if strings.Contains(twice, ">90<") {
 		t.Errorf("the 90%% limit is still there:\n%s", twice)
+	}
+}
+
+// created is the part of the broker.xml "artemis create" writes that
+// brokerbench replaces.
+const created = `<configuration><core>
+      <max-disk-usage>90</max-disk-usage>
+      <acceptors>
+         <acceptor name="artemis">tcp://127.0.1.2:61616?protocols=CORE,AMQP,STOMP,HORNETQ,MQTT,OPENWIRE</acceptor>
+         <acceptor name="amqp">tcp://127.0.1.2:5672?protocols=AMQP</acceptor>
+      </acceptors>
+      <security-settings/>
+      <address-settings>
+         <address-setting match="activemq.management#">
+            <auto-create-queues>true</auto-create-queues>
+         </address-setting>
+         <address-setting match="#">
+            <dead-letter-address>DLQ</dead-letter-address>
+         </address-setting>
+      </address-settings>
+</core></configuration>
+`
+
+// TestLocalCluster: three brokers are node i on 127.0.1.i, each with
+// its client port and one for the other nodes; node 2's broker.xml has
+// an acceptor of the core protocol alone for them, a connector to every
+// node, a cluster connection to the two others (not itself) that
+// forwards on demand over one hop, the cluster's user and password,
+// redistribution without delay and the disk limit, and writing it again
+// changes nothing.
+func TestLocalCluster(t *testing.T) {
+	c := NewLocal(61616, 3)
+	c.StateDir = t.TempDir()
+	if c.HeapMB != 512 {
+		t.Errorf("heap %d MB, want 512 for each broker of a cluster", c.HeapMB)
+	}
+	nodes := Kind{}.Layout(c)
+	var hosts []string
+	for _, n := range nodes {
+		hosts = append(hosts, fmt.Sprintf("%d:%s:%s", n.ID, strings.Join(n.Roles, "+"), n.Host))
+		if _, ok := n.Ports["cluster"]; !ok {
+			t.Errorf("node %d has no port for the other nodes: %v", n.ID, n.Ports)
+		}
+		n.Ports = map[string]int{"client": 61616, "cluster": 40000 + n.ID}
+	}
+	if want := []string{"1:broker:127.0.1.1", "2:broker:127.0.1.2", "3:broker:127.0.1.3"}; !slices.Equal(hosts, want) {
+		t.Fatalf("layout %v, want %v", hosts, want)
+	}
+	once := string(brokerSettings(c, nodes, nodes[1], "pa<ss", []byte(created)))
+	if twice := string(brokerSettings(c, nodes, nodes[1], "pa<ss", []byte(once))); twice != once {
+		t.Errorf("written twice differs:\n%s\n%s", once, twice)
+	}
+	for _, want := range []string{
+		`<acceptor name="plain">tcp://127.0.1.2:61616?`,
+		`<acceptor name="cluster">tcp://127.0.1.2:40002?tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;protocols=CORE;useEpoll=true</acceptor>`,
+		`<connector name="node-1">tcp://127.0.1.1:40001</connector>`,
+		`<connector name="node-2">tcp://127.0.1.2:40002</connector>`,
+		`<connector name="node-3">tcp://127.0.1.3:40003</connector>`,
+		"<cluster-user>brokerbench-cluster</cluster-user>",
+		"<cluster-password>pa&lt;ss</cluster-password>",
+		"<connector-ref>node-2</connector-ref>\n            <message-load-balancing>ON_DEMAND</message-load-balancing>\n            <max-hops>1</max-hops>",
+		"<static-connectors>\n               <connector-ref>node-1</connector-ref>\n               <connector-ref>node-3</connector-ref>\n            </static-connectors>",
+		"<address-setting match=\"#\">\n            <redistribution-delay>0</redistribution-delay>\n            <dead-letter-address>",
+		"<min-disk-free>1GB</min-disk-free>",
+	} {
+		if strings.Count(once, want) != 1 {
+			t.Errorf("node 2's broker.xml has %q %d times, want once:\n%s", want, strings.Count(once, want), once)
+		}
+	}
+	for _, gone := range []string{`name="artemis"`, `name="amqp"`, "STOMP"} {
+		if strings.Contains(once, gone) {
+			t.Errorf("node 2's broker.xml still has %q:\n%s", gone, once)
+		}
+	}
+}
+
+// TestLocalBroker: one broker is node 1 on 127.0.0.1 with its client
+// port alone, and its broker.xml has neither a cluster connection nor
+// redistribution.
+func TestLocalBroker(t *testing.T) {
+	c := NewLocal(61616, 1)
+	c.StateDir = t.TempDir()
+	nodes := Kind{}.Layout(c)
+	if len(nodes) != 1 || nodes[0].Host != "127.0.0.1" || len(nodes[0].Ports) != 1 || c.HeapMB != 1024 {
+		t.Fatalf("one broker: %d nodes, the first %+v, heap %d MB; want one on 127.0.0.1 with its client port, 1024 MB", len(nodes), nodes[0], c.HeapMB)
+	}
+	nodes[0].Ports["client"] = 61616
+	got := string(brokerSettings(c, nodes, nodes[0], "", []byte(created)))
+	for _, absent := range []string{"cluster", "connector", "redistribution"} {
+		if strings.Contains(got, absent) {
+			t.Errorf("one broker's broker.xml has %q:\n%s", absent, got)
+		}
 	}
 }

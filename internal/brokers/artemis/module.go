@@ -8,23 +8,25 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// LocalKind is the kind of local broker brokerbench starts for Artemis:
-// one broker. Its port is that of Artemis' own default acceptor, 61616,
-// which speaks AMQP 1.0 as well as Artemis' core protocol; AMQP's usual
-// 5672 is RabbitMQ's.
-var LocalKind = &brokers.Local{Kind: "artemis", Port: 61616, New: NewLocal, MaxNodes: 1,
-	NoLinks: "brokerbench does not carry a local Artemis broker's connections through the link proxy yet",
+// LocalKind is the kind of local cluster brokerbench starts for Artemis:
+// one broker, or a symmetric cluster of up to 9. Its port is that of
+// Artemis' own default acceptor, 61616, which speaks AMQP 1.0 as well as
+// Artemis' core protocol; AMQP's usual 5672 is RabbitMQ's.
+var LocalKind = &brokers.Local{Kind: "artemis", Port: 61616, New: NewLocal, MaxNodes: 9,
+	NoLinks: "brokerbench does not carry a local Artemis cluster's connections through the link proxy yet",
 	Help: "ActiveMQ Artemis (artemis) is installed from Maven Central (needs Java 17+ and Maven) and " +
-		"runs one broker on 127.0.0.1:61616, AMQP 1.0 and Artemis' core protocol on one acceptor; " +
-		"--heap-mb sets its heap.",
+		"runs one broker on 127.0.0.1:61616, AMQP 1.0 and Artemis' core protocol on one acceptor, or " +
+		"--brokers N on 127.0.1.i in a symmetric cluster that forwards messages on demand, without " +
+		"replicas; --heap-mb sets each one's heap.",
 }
 
 func init() {
 	brokers.Register(brokers.Module{
 		Name: "artemis", New: New, EndpointSetting: "url", LocalListener: localListener,
 		// A topic is an address without partitions; a subscription's
-		// queue holds only what was routed to it after it was made; one
-		// broker keeps no replicas of its own.
+		// queue holds only what was routed to it after it was made; no
+		// broker keeps replicas of another's messages. A cluster's
+		// driver counts no written messages (see cluster).
 		Capabilities: driver.Capabilities{Written: true},
 		Local:        LocalKind,
 		NoMetrics: "Artemis serves its metrics over JMX and its web console's Jolokia, and as Prometheus text only " +

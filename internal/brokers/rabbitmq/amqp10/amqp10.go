@@ -69,10 +69,12 @@ func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) 
 	return d, nil
 }
 
-// node returns the node the next producer or consumer connects to: each
-// in turn.
-func (d *Driver) node() *client.Broker {
-	return d.nodes[int(d.next.Add(1)-1)%len(d.nodes)]
+// node returns the node the next producer or consumer connects to, each
+// in turn, as the one node of its client: a client stays on its node,
+// and connects to it again once its connection is lost.
+func (d *Driver) node() []*client.Broker {
+	i := int(d.next.Add(1)-1) % len(d.nodes)
+	return d.nodes[i : i+1]
 }
 
 // validName is what the driver takes as a topic or subscription name:
@@ -129,7 +131,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	target := d.cfg.format.exchange(spec.Topic, routingKey)
-	p, err := client.NewProducer(ctx, d.node(), client.Link{Address: target}, d.topology.Persistent(), spec.MaxInFlight, ack)
+	p, err := client.NewProducer(ctx, d.node(), 0, client.Link{Address: target}, d.topology.Persistent(), spec.MaxInFlight, ack)
 	return p, pluginAdvice(err)
 }
 
@@ -163,7 +165,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := onePartition(spec.Topic, len(queues)); err != nil {
 		return nil, err
 	}
-	c, err := client.NewConsumer(ctx, d.node(), client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
+	c, err := client.NewConsumer(ctx, d.node(), 0, client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
 	return c, pluginAdvice(err)
 }
 

@@ -165,7 +165,7 @@ func TestNodes(t *testing.T) {
 	}
 	d := dr.(*Driver)
 	for i, want := range []struct{ addr, host string }{{"h1:5672", "vhost:/"}, {"h2:5673", "vhost:bench"}, {"h1:5672", "vhost:/"}} {
-		n := d.node()
+		n := d.node()[0]
 		if n.Addr != want.addr || n.HostName != want.host || n.Username != "u" || n.TLS != nil {
 			t.Errorf("client %d: %s, %q, user %q, TLS %v; want %s, %q, u, none", i, n.Addr, n.HostName, n.Username, n.TLS != nil, want.addr, want.host)
 		}
