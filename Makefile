@@ -83,8 +83,10 @@ lint:
 # of one broker kind take turns (a lock in the cache).
 # The RocketMQ Go client (rocketmq-clients v5.1.2, the only one served)
 # races with itself (the proxy's settings are applied while calls read
-# them), so its conformance tests skip under -race and run again without.
-PKGS_CLIENT_RACES = ./internal/brokers/rocketmq
+# them), so its conformance tests skip under -race and run again without;
+# go-nsq's producer races with its own goroutine when it connects again,
+# so the NSQ cluster test checks that reconnection without -race.
+PKGS_CLIENT_RACES = ./internal/brokers/rocketmq ./internal/brokers/nsq
 PKGS_WITH_BROKERS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/internal\/testbroker( |$$)/ {print $$1}')
 PKGS_WITHOUT_BROKERS = $(filter-out $(PKGS_WITH_BROKERS),$(shell $(GO) list ./...))
 BROKER_TEST_PACKAGES ?= 2

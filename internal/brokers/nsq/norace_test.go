@@ -1,0 +1,6 @@
+//go:build !race
+
+package nsq
+
+// raceDetector says the tests run under the race detector.
+const raceDetector = false
