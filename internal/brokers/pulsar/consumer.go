@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -23,7 +24,11 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err != nil {
 		return nil, err
 	}
-	pc, err := cl.Subscribe(consumerOptions(d.cfg, d.topicName(spec.Topic), spec))
+	opts := consumerOptions(d.cfg, d.topicName(spec.Topic), spec)
+	pc, err := cl.Subscribe(opts)
+	for notServedYet(err) && pause(ctx, time.Second) {
+		pc, err = cl.Subscribe(opts)
+	}
 	if err != nil {
 		err = fmt.Errorf("pulsar consumer of topic %q, subscription %q: %w", spec.Topic, spec.Subscription, err)
 		var pe *pulsar.Error

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,9 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		o.Name = "brokerbench-" + randomHex(8)
 	}
 	pp, err := cl.CreateProducer(o)
+	for notServedYet(err) && pause(ctx, time.Second) {
+		pp, err = cl.CreateProducer(o)
+	}
 	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("pulsar producer of topic %q: %w", spec.Topic, err)
@@ -228,4 +232,24 @@ func (p *producer) Close() {
 	p.slotsMu.Unlock()
 	_ = p.waitSettled(context.Background())
 	p.cl.Close()
+}
+
+// notServedYet reports whether err is a broker's answer that it does not
+// serve the topic's namespace bundle yet: after a broker of a cluster
+// started again, its bundles move for a while, and a lookup asked again
+// finds their owner.
+func notServedYet(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ServiceNotReady")
+}
+
+// pause waits d, or until ctx ends; it reports whether ctx is still live.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
