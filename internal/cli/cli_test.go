@@ -99,8 +99,16 @@ func TestOMBFilesRunUnchanged(t *testing.T) {
 			t.Errorf("OMB result lacks %s", k)
 		}
 	}
-	if rate, _ := o["publishRate"].([]any); len(rate) < 5 {
-		t.Errorf("OMB publishRate has %d intervals", len(rate))
+	// One rate an interval measured: 5 of 1 s, or fewer when a busy
+	// machine sampled late and an interval ran longer.
+	measured := 0
+	for _, iv := range res.Intervals {
+		if iv.Phase == results.Measure {
+			measured++
+		}
+	}
+	if rate, _ := o["publishRate"].([]any); len(rate) != measured || measured == 0 {
+		t.Errorf("OMB publishRate has %d intervals, the results %d measured", len(rate), measured)
 	}
 }
 
