@@ -191,6 +191,11 @@ driver:
 	if code, _, stderr := execute("local", "down", "kafka", "--port", "29692"); code != ExitOK {
 		t.Fatalf("local down: exit %d\n%s", code, stderr)
 	}
+	// local down waits for the proxy to exit; a process that has just
+	// exited may show in /proc for a moment while its parent reaps it.
+	for deadline := time.Now().Add(5 * time.Second); proc.Live(st.LinkProxy.PID) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if proc.Live(st.LinkProxy.PID) {
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.LinkProxy.PID))
 		t.Errorf("the link proxy (pid %d) still runs after local down: %s\n%s", st.LinkProxy.PID, stat, stderr)
