@@ -19,11 +19,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
 func main() {
@@ -35,37 +36,15 @@ func main() {
 	queue := flag.Int("queue", 10000, "the consumer's receiver queue size")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	stop := func() {}
-	if *cpuprofile != "" {
-		var err error
-		if stop, err = profileCPU(*cpuprofile); err != nil {
-			fmt.Fprintln(os.Stderr, "barepulsar:", err)
-			os.Exit(1)
-		}
+	stop, err := toolcompare.CPUProfile(*cpuprofile)
+	if err == nil {
+		err = run(*url, *topic, *records, *size, *pending, *queue)
+		stop()
 	}
-	err := run(*url, *topic, *records, *size, *pending, *queue)
-	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "barepulsar:", err)
 		os.Exit(1)
 	}
-}
-
-// profileCPU starts a CPU profile into path; stop ends it and closes
-// the file.
-func profileCPU(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 func run(url, topic string, records int64, size, pending, queue int) error {
