@@ -209,10 +209,7 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	c.batchMaxMessages = uint(s.Int("producer", "batchingMaxMessages", 1))
 	c.blockIfQueueFull = s.Bool("producer", "blockIfQueueFull")
 	c.pendingQueueSize = s.Int("producer", "pendingQueueSize", 0)
-	c.sendTimeout = time.Duration(s.Int("producer", "sendTimeoutMs", 0)) * time.Millisecond
-	if c.sendTimeout == 0 {
-		c.sendTimeout = -1 // the Go client's "none"; its 0 means 30 s
-	}
+	c.sendTimeout = time.Duration(s.Int("producer", "sendTimeoutMs", 0)) * time.Millisecond // 0: none
 	ct, ok := compressionTypes[strings.ToLower(s.String("producer", "compressionType"))]
 	if !ok {
 		s.Fail("producer", "compressionType", "must be NONE, LZ4, ZLIB or ZSTD, got %q", s.String("producer", "compressionType"))

@@ -45,7 +45,11 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		cl.Close()
 		return nil, fmt.Errorf("pulsar producer of topic %q: %w", spec.Topic, err)
 	}
-	return &producer{cl: cl, pp: pp, ack: ack}, nil
+	p := &producer{cl: cl, pp: pp, ack: ack}
+	if c.sendTimeout > 0 {
+		p.startTimeouts(c.sendTimeout)
+	}
+	return p, nil
 }
 
 // producerOptions maps the producer settings onto the client's options
@@ -59,9 +63,13 @@ func producerOptions(c *config, spec driver.ProducerSpec) pulsar.ProducerOptions
 		BatchingMaxMessages:     c.batchMaxMessages,
 		DisableBlockIfQueueFull: !c.blockIfQueueFull,
 		MaxPendingMessages:      max(c.pendingQueueSize, spec.MaxInFlight),
-		SendTimeout:             c.sendTimeout,
-		CompressionType:         c.compression,
-		MessageRouter:           newRouter(c).route,
+		// The client's own send timeout can call a message's callback
+		// twice, when a receipt comes while it fails the message
+		// (apache/pulsar-client-go#1497), and panic; the producer times
+		// out sends itself (failTimedOut).
+		SendTimeout:     -1,
+		CompressionType: c.compression,
+		MessageRouter:   newRouter(c).route,
 	}
 }
 
@@ -111,6 +119,11 @@ type producer struct {
 	// waits: unlike one counter both sides write, it costs no cache line
 	// moving between them per message.
 	sent atomic.Int64
+	// given counts the messages given to the client, and called the
+	// client's callbacks, also those for messages settled already (by a
+	// timeout or Close): Close waits for the client to catch up before
+	// it closes the client's producer.
+	given, called atomic.Int64
 	// ackMu serialises acknowledgements (the client calls back from each
 	// partition's connection) and guards settled and idle.
 	ackMu sync.Mutex
@@ -120,19 +133,30 @@ type producer struct {
 	// sent.
 	idle chan struct{}
 	// slots are every message slot of this producer, for Close to fail
-	// those the client did not call back for.
+	// those the client did not call back for, and failTimedOut those it
+	// did not call back for in time.
 	slotsMu sync.Mutex
 	slots   []*sendSlot
+	// stopTimeouts ends failTimedOut, which closes timeoutsDone; both
+	// nil without a send timeout.
+	stopTimeouts, timeoutsDone chan struct{}
 }
 
 // sendSlot is the per-Message state kept in Message.DriverState: the
 // message the client sends and the callback bound to it.
 type sendSlot struct {
-	p        *producer
-	msg      *driver.Message
-	pm       pulsar.ProducerMessage
-	sent     func(pulsar.MessageID, *pulsar.ProducerMessage, error) // s.onSent, bound once
-	inFlight atomic.Bool
+	p    *producer
+	msg  *driver.Message
+	pm   pulsar.ProducerMessage
+	sent func(pulsar.MessageID, *pulsar.ProducerMessage, error) // s.onSent, bound once
+	// since is when the message in flight was sent, in clock
+	// nanoseconds plus one; 0 when none is. Whoever swaps it to 0
+	// acknowledges the message.
+	since atomic.Int64
+	// abandoned is set when the message timed out before the client
+	// called back: the client may still call back, or read the payload,
+	// so the slot is not used again.
+	abandoned atomic.Bool
 }
 
 // Send implements driver.Producer. It allocates only the first time a
@@ -146,7 +170,7 @@ type sendSlot struct {
 // the client fails it.
 func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	s, _ := m.DriverState.(*sendSlot)
-	if s == nil || s.p != p {
+	if s == nil || s.p != p || s.abandoned.Load() {
 		s = &sendSlot{p: p, msg: m}
 		s.sent = s.onSent
 		m.DriverState = s
@@ -159,26 +183,44 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	if len(m.Key) > 0 {
 		s.pm.Key = string(m.Key)
 	}
-	s.inFlight.Store(true)
+	sentAt := m.Time
+	if sentAt == 0 { // not set by the runner: a caller of its own
+		sentAt = clock.Now()
+	}
+	s.since.Store(max(sentAt+1, 1))
 	p.sent.Add(1)
 	if err := ctx.Err(); err != nil {
 		s.finish(err)
 		return
 	}
+	p.given.Add(1)
 	p.pp.SendAsync(context.Background(), &s.pm, s.sent)
 }
 
 // onSent is the client's callback for the slot's message.
 func (s *sendSlot) onSent(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 	s.finish(err)
+	s.p.called.Add(1)
 }
 
 // finish acknowledges the slot's message with err, unless that was done
-// already (by Close).
+// already (by a timeout or Close).
 func (s *sendSlot) finish(err error) {
-	if !s.inFlight.CompareAndSwap(true, false) {
-		return
+	for {
+		since := s.since.Load()
+		if since == 0 {
+			return
+		}
+		if s.since.CompareAndSwap(since, 0) {
+			break
+		}
 	}
+	s.acknowledge(err)
+}
+
+// acknowledge passes the outcome of the slot's message on, once its
+// caller has taken it out of flight.
+func (s *sendSlot) acknowledge(err error) {
 	if err != nil {
 		err = sendError{err}
 	}
@@ -221,9 +263,67 @@ func (p *producer) Flush(ctx context.Context) error {
 	return p.waitSettled(ctx)
 }
 
+// startTimeouts starts failTimedOut; Close stops it.
+func (p *producer) startTimeouts(timeout time.Duration) {
+	p.stopTimeouts = make(chan struct{})
+	p.timeoutsDone = make(chan struct{})
+	go p.failTimedOut(timeout)
+}
+
+// failTimedOut fails, every tenth of timeout, the messages in flight
+// for longer than timeout, as the client's send timeout would, until
+// stopTimeouts is closed.
+func (p *producer) failTimedOut(timeout time.Duration) {
+	defer close(p.timeoutsDone)
+	t := time.NewTicker(timeout / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopTimeouts:
+			return
+		case <-t.C:
+		}
+		oldest := clock.Now() - int64(timeout) + 1 // since is the send time plus one
+		p.slotsMu.Lock()
+		for _, s := range p.slots {
+			since := s.since.Load()
+			if since == 0 || since > oldest {
+				continue
+			}
+			s.abandoned.Store(true) // before the swap: once acknowledged, the message may be sent again
+			if s.since.CompareAndSwap(since, 0) {
+				s.acknowledge(fmt.Errorf("not acknowledged within producer.sendTimeoutMs (%v): %w", timeout, pulsar.ErrSendTimeout))
+			}
+		}
+		p.slotsMu.Unlock()
+	}
+}
+
+// closeWait bounds how long Close waits for the client to call back for
+// the messages it holds, in all and without one callback coming.
+const (
+	closeWait      = 10 * time.Second
+	closeWaitStill = time.Second
+)
+
 // Close implements driver.Producer: messages still in flight are failed,
 // and every acknowledgement has been called when it returns.
+//
+// It first waits, within closeWait, while the client keeps calling back
+// for messages it holds: the client's Close fails those it still holds
+// while receipts for them may come in, and a receipt for a message
+// failed that way panics in the client (the race of
+// apache/pulsar-client-go#1497, on its close path). A broker that
+// answers nothing for closeWaitStill sends no receipt to race with.
 func (p *producer) Close() {
+	if p.stopTimeouts != nil {
+		close(p.stopTimeouts)
+		<-p.timeoutsDone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	_ = p.pp.FlushWithCtx(ctx)
+	cancel()
+	p.awaitClient(closeWait, closeWaitStill)
 	p.pp.Close()
 	p.slotsMu.Lock()
 	for _, s := range p.slots {
@@ -232,6 +332,24 @@ func (p *producer) Close() {
 	p.slotsMu.Unlock()
 	_ = p.waitSettled(context.Background())
 	p.cl.Close()
+}
+
+// awaitClient waits until the client has called back for every message
+// it was given, for at most total, and at most still without a callback.
+func (p *producer) awaitClient(total, still time.Duration) {
+	const poll = 20 * time.Millisecond
+	deadline := time.Now().Add(total)
+	called, lastMove := p.called.Load(), time.Now()
+	for p.called.Load() < p.given.Load() {
+		now := time.Now()
+		if c := p.called.Load(); c != called {
+			called, lastMove = c, now
+		}
+		if now.After(deadline) || now.Sub(lastMove) >= still {
+			return
+		}
+		time.Sleep(poll)
+	}
 }
 
 // notServedYet reports whether err is a broker's answer that it does not

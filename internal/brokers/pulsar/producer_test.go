@@ -19,11 +19,16 @@ type clientProducer struct {
 	pulsar.Producer // methods the driver does not call: nil, they panic
 	mu              sync.Mutex
 	sends           []clientSend
+	// calledBeforeClose is the number of callbacks made when Close was
+	// called; -1 until then.
+	calledBeforeClose int
+	called            int
 }
 
 // clientSend is one SendAsync call.
 type clientSend struct {
 	ctx      context.Context
+	msg      *pulsar.ProducerMessage
 	key      string
 	payload  []byte
 	callback func(pulsar.MessageID, *pulsar.ProducerMessage, error)
@@ -32,16 +37,29 @@ type clientSend struct {
 func (c *clientProducer) SendAsync(ctx context.Context, m *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sends = append(c.sends, clientSend{ctx: ctx, key: m.Key, payload: m.Payload, callback: cb})
+	c.sends = append(c.sends, clientSend{ctx: ctx, msg: m, key: m.Key, payload: m.Payload, callback: cb})
 }
 
 func (c *clientProducer) FlushWithCtx(context.Context) error { return nil }
-func (c *clientProducer) Close()                             {}
+
+func (c *clientProducer) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calledBeforeClose = c.called
+}
+
+// closedAfter reports whether Close was called after n callbacks.
+func (c *clientProducer) closedAfter(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calledBeforeClose >= n
+}
 
 // callBack calls the client's callback of send i with err.
 func (c *clientProducer) callBack(i int, err error) {
 	c.mu.Lock()
 	s := c.sends[i]
+	c.called++
 	c.mu.Unlock()
 	s.callback(nil, nil, err)
 }
@@ -70,7 +88,7 @@ func (a *acks) count() int {
 }
 
 func newTestProducer() (*producer, *clientProducer, *acks) {
-	cp, a := &clientProducer{}, &acks{}
+	cp, a := &clientProducer{calledBeforeClose: -1}, &acks{}
 	return &producer{cl: client{}, pp: cp, ack: a.ack}, cp, a
 }
 
@@ -167,4 +185,67 @@ func TestProducerReusedMessageKey(t *testing.T) {
 	if cp.sends[0].key != "k" || cp.sends[1].key != "" {
 		t.Fatalf("keys the client got: %q, %q; want \"k\", \"\"", cp.sends[0].key, cp.sends[1].key)
 	}
+}
+
+// TestProducerCloseWaitsForTheClient: Close lets the client call back
+// for the messages it holds while it keeps doing so, so that they are
+// acknowledged rather than failed, and closes the client's producer
+// only after; it stops waiting once the client is still for a second.
+func TestProducerCloseWaitsForTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cp, a := newTestProducer()
+		msgs := []*driver.Message{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}}
+		for _, m := range msgs {
+			p.Send(context.Background(), m)
+		}
+		go func() {
+			for i := range 2 { // the third never comes
+				time.Sleep(500 * time.Millisecond)
+				cp.callBack(i, nil)
+			}
+		}()
+		start := time.Now()
+		p.Close()
+		if waited := time.Since(start); waited < 2*time.Second || waited > 2*time.Second+100*time.Millisecond {
+			t.Errorf("Close returned after %v; want a second after the last callback, at 2s", waited)
+		}
+		if !cp.closedAfter(2) {
+			t.Error("the client's producer was closed before its callbacks came")
+		}
+		if len(a.msgs) != 3 || a.errs[0] != nil || a.errs[1] != nil || !errors.Is(a.errs[2], pulsar.ErrProducerClosed) {
+			t.Fatalf("acknowledgements %v; want the first two acknowledged, the third failed as closed", a.errs)
+		}
+	})
+}
+
+// TestProducerSendTimeout: with producer.sendTimeoutMs, a message the
+// client has not called back for within it fails with the client's
+// ErrSendTimeout, once; the client's late callback is not passed on,
+// and the message sent again goes in a new slot, as the client may
+// still hold the old one.
+func TestProducerSendTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, cp, a := newTestProducer()
+		p.startTimeouts(time.Second)
+		m := &driver.Message{Value: []byte("slow")}
+		p.Send(context.Background(), m)
+		time.Sleep(900 * time.Millisecond)
+		if a.count() != 0 {
+			t.Fatalf("failed after 0.9 s of a 1 s timeout: %v", a.errs)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if a.count() != 1 || !errors.Is(a.errs[0], pulsar.ErrSendTimeout) {
+			t.Fatalf("acknowledgements after 1.2 s: %v; want one, the client's send timeout", a.errs)
+		}
+		cp.callBack(0, nil) // the client's late receipt
+		p.Send(context.Background(), m)
+		cp.callBack(1, nil)
+		if a.count() != 2 || a.errs[1] != nil || a.msgs[1] != m {
+			t.Fatalf("acknowledgements %v; want the message sent again acknowledged, once", a.errs)
+		}
+		if cp.sends[0].msg == cp.sends[1].msg {
+			t.Error("the message sent again reused the client message the client may still hold")
+		}
+		p.Close()
+	})
 }

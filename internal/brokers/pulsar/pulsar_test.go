@@ -165,7 +165,7 @@ func TestOMBSettings(t *testing.T) {
 				t.Errorf("client settings: %+v", c)
 			}
 			if po.DisableBatching || po.BatchingMaxPublishDelay != time.Millisecond || po.BatchingMaxSize != 131072 ||
-				po.BatchingMaxMessages != math.MaxInt32 || po.DisableBlockIfQueueFull || po.SendTimeout >= 0 {
+				po.BatchingMaxMessages != math.MaxInt32 || po.DisableBlockIfQueueFull || po.SendTimeout >= 0 || c.sendTimeout != 0 {
 				t.Errorf("producer options: %+v", po)
 			}
 			// pendingQueueSize 0: the runner's in-flight bound.
@@ -218,8 +218,9 @@ func TestOMBSettings(t *testing.T) {
 		// Batching off, a queue larger than the in-flight bound, a send timeout, compression.
 		name: "producer settings", rf: 1,
 		prod: props("p.yaml", "batchingEnabled", "false", "pendingQueueSize", "20000", "sendTimeoutMs", "30000", "compressionType", "LZ4", "blockIfQueueFull", "false"),
-		check: func(t *testing.T, _ *config, po pulsar.ProducerOptions, _ pulsar.ConsumerOptions) {
-			if !po.DisableBatching || po.MaxPendingMessages != 20000 || po.SendTimeout != 30*time.Second || po.CompressionType != pulsar.LZ4 || !po.DisableBlockIfQueueFull {
+		check: func(t *testing.T, c *config, po pulsar.ProducerOptions, _ pulsar.ConsumerOptions) {
+			// The producer times sends out itself, never the client.
+			if !po.DisableBatching || po.MaxPendingMessages != 20000 || c.sendTimeout != 30*time.Second || po.SendTimeout >= 0 || po.CompressionType != pulsar.LZ4 || !po.DisableBlockIfQueueFull {
 				t.Errorf("producer options: %+v", po)
 			}
 		},
