@@ -13,6 +13,7 @@ import (
 
 	"github.com/brokerbench/brokerbench/internal/amqp10"
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -281,4 +282,14 @@ func TestClientsSpread(t *testing.T) {
 	if want := []int{1, 2, 3, 2, 3, 1}; !slices.Equal(accepted, want) {
 		t.Errorf("nodes connected to: %v; want %v", accepted, want)
 	}
+}
+
+// TestOMBDriverFileRuns: brokerbench runs OMB's 1-topic-1-partition-1kb
+// workload with OMB's artemis.yaml, both as OMB ships them, from the
+// root of OMB's layout, on the test's broker as a local cluster
+// (--local-brokers 1): its address replaces the file's, and the run
+// logs in with its credentials.
+func TestOMBDriverFileRuns(t *testing.T) {
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-artemis/artemis.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -173,4 +174,13 @@ func TestCheck(t *testing.T) {
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{"never-created-" + randomID()}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "not created") {
 		t.Errorf("a topic never created: %v", err)
 	}
+}
+
+// TestOMBDriverFileRuns: brokerbench runs OMB's 1-topic-1-partition-1kb
+// workload with OMB's mqtt5.yaml, both as OMB ships them, from the root
+// of OMB's layout, on the test's Mosquitto as a local cluster
+// (--local-brokers 1), whose address replaces the file's.
+func TestOMBDriverFileRuns(t *testing.T) {
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-mqtt5/mqtt5.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }

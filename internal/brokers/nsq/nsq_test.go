@@ -13,6 +13,7 @@ import (
 	gonsq "github.com/nsqio/go-nsq"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -199,4 +200,13 @@ func TestCheck(t *testing.T) {
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{"bb-check-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), `"bb-check-missing" does not exist`) {
 		t.Errorf("a missing topic: %v", err)
 	}
+}
+
+// TestOMBDriverFileRuns: brokerbench runs OMB's 1-topic-1-partition-1kb
+// workload with OMB's nsq.yaml, both as OMB ships them, from the root
+// of OMB's layout, on the test's nsqd as a local cluster
+// (--local-brokers 1), whose address replaces the file's.
+func TestOMBDriverFileRuns(t *testing.T) {
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-nsq/nsq.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }
