@@ -95,7 +95,7 @@ func Check(name string, n Need) error {
 	}
 	if t := w.Transactions; t != nil && !c.Transactions {
 		errs = append(errs, missing(CapTransactions, "transactionSize",
-			"transactions of %d messages asked; its producers cannot commit or abort a group of messages, and its consumers cannot leave out aborted ones: run the workload without the transaction fields", t.Size))
+			"transactions of %d messages asked; brokerbench's driver of it has none (its producers do not commit or abort a group of messages, nor do its consumers leave out aborted ones): run the workload without the transaction fields", t.Size))
 	}
 	for _, f := range w.Faults {
 		if m.NoLeader != "" && (f.Node == workload.NodeLeader || f.Node == workload.NodeController) {

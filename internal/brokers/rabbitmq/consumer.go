@@ -20,6 +20,9 @@ var consumerTags atomic.Int64
 // so each (consumer, queue) pair is a lane; consumers of one subscription
 // compete for its queues' messages.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	if err := d.cfg.consumerPace.wait(ctx); err != nil {
+		return nil, err
+	}
 	r, err := d.lookup(ctx, spec.Topic)
 	if err != nil {
 		return nil, err

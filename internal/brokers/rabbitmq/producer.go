@@ -16,6 +16,9 @@ import (
 // NewProducer implements driver.Driver: a connection of its own, in
 // confirm mode.
 func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	if err := d.cfg.producerPace.wait(ctx); err != nil {
+		return nil, err
+	}
 	r, err := d.lookup(ctx, spec.Topic)
 	if err != nil {
 		return nil, err

@@ -84,9 +84,11 @@ type config struct {
 	replicas               int
 	maxOutstanding         int
 	prefetch, multipleAcks int
-	effective              map[string]workload.Properties
-	tls                    *tls.Config           // nil: no amqps URI
-	sasl                   []amqp.Authentication // nil: the URIs' user and password
+	// producerPace and consumerPace pace client creation (nil: not).
+	producerPace, consumerPace *pacer
+	effective                  map[string]workload.Properties
+	tls                        *tls.Config           // nil: no amqps URI
+	sasl                       []amqp.Authentication // nil: the URIs' user and password
 }
 
 // parseConfig validates every setting of dc; local are the credentials of
@@ -147,11 +149,8 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if c.queueType == "classic" && c.replicas > 1 {
 		s.Fail("common", "queueType", "classic queues keep one copy (mirroring is deprecated), but the replication factor is %d: use queueType QUORUM or STREAM, or replicationFactor 1", c.replicas)
 	}
-	for _, k := range []string{"producerCreationDelay", "producerCreationBatchSize", "consumerCreationDelay", "consumerCreationBatchSize"} {
-		if v := s.String("common", k); v != "" {
-			s.Int("common", k, 0) // accepted for OMB's files; clients are created at once
-		}
-	}
+	c.producerPace = creationPace(s, dc.Format, "producer")
+	c.consumerPace = creationPace(s, dc.Format, "consumer")
 	c.maxOutstanding = s.Int("producer", "maxOutstandingConfirms", 0)
 	c.prefetch = s.Int("consumer", "prefetch", 1)
 	c.multipleAcks = s.Int("consumer", "multipleAckEvery", 1)
@@ -183,6 +182,33 @@ type Driver struct {
 }
 
 var _ driver.Pauser = (*consumer)(nil)
+
+// OMB's RabbitMQ driver's pacing of client creation when its file
+// gives none: batches of 5, 100 ms apart.
+const (
+	ombCreationBatchSize = 5
+	ombCreationDelay     = 100 * time.Millisecond
+)
+
+// creationPace returns the pacing of the creation of role's clients
+// ("producer" or "consumer"), from ROLECreationBatchSize and
+// ROLECreationDelay (ms). An OMB driver file that gives neither gets
+// OMB's defaults, as OMB's driver would use; a file of brokerbench's
+// own format that gives neither creates its clients at once.
+func creationPace(s *driver.Settings, format workload.Format, role string) *pacer {
+	sizeKey, delayKey := role+"CreationBatchSize", role+"CreationDelay"
+	if s.String("common", sizeKey) == "" && s.String("common", delayKey) == "" && format != workload.OMB {
+		return nil
+	}
+	p := &pacer{size: ombCreationBatchSize, delay: ombCreationDelay}
+	if s.String("common", sizeKey) != "" {
+		p.size = s.Int("common", sizeKey, 1)
+	}
+	if s.String("common", delayKey) != "" {
+		p.delay = time.Duration(s.Int("common", delayKey, 0)) * time.Millisecond
+	}
+	return p
+}
 
 // New validates dc; connections are made on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
