@@ -82,9 +82,15 @@ type config struct {
 // endpoints.
 const namesrvScheme = "namesrv://"
 
+// clusterScheme marks an endpoint that names the brokers' cluster
+// ("cluster://DefaultCluster"): a local cluster's endpoints carry its
+// name, which replaces clusterName as its addresses replace the
+// config's (OMB's driver file gives a placeholder).
+const clusterScheme = "cluster://"
+
 // parseConfig validates every setting of dc. endpoints, when given,
 // replace the addresses of the config: namesrv://host:port names a name
-// server, host:port a proxy. local are the credentials of a local
+// server, cluster://NAME the brokers' cluster, host:port a proxy. local are the credentials of a local
 // cluster brokerbench secured, used where dc gives none.
 func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	if dc.DriverClass == ombV4DriverClass {
@@ -99,6 +105,8 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	for _, e := range endpoints {
 		if addr, ok := strings.CutPrefix(e, namesrvScheme); ok {
 			servers = append(servers, addr)
+		} else if name, ok := strings.CutPrefix(e, clusterScheme); ok {
+			c.cluster = name
 		} else {
 			proxies = append(proxies, e)
 		}

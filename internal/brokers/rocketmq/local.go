@@ -329,7 +329,8 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 }
 
 // localEndpoints are the addresses a driver is given of a running local
-// cluster: the proxy's gRPC endpoint, then the name server's.
+// cluster: the proxy's gRPC endpoint, then the name server's, then the
+// cluster's name.
 func localEndpoints(st local.Status, _ string) []string {
 	var proxies, servers []string
 	for _, n := range st.Nodes {
@@ -340,7 +341,7 @@ func localEndpoints(st local.Status, _ string) []string {
 			servers = append(servers, namesrvScheme+net.JoinHostPort(n.Host, fmt.Sprint(p)))
 		}
 	}
-	return append(proxies, servers...)
+	return append(append(proxies, servers...), clusterScheme+clusterName)
 }
 
 const rocketmqPOM = `<project xmlns="http://maven.apache.org/POM/4.0.0">

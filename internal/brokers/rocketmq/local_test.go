@@ -60,13 +60,13 @@ func TestLocalNode(t *testing.T) {
 	}
 	st := local.Status{Bootstrap: []string{"127.0.0.1:8081"}, Nodes: []local.NodeStatus{{Node: *ns}, {Node: *b}}}
 	m, _ := brokers.Lookup("rocketmq")
-	want := []string{"127.0.0.1:8081", "namesrv://127.0.0.1:41876"}
+	want := []string{"127.0.0.1:8081", "namesrv://127.0.0.1:41876", "cluster://DefaultCluster"}
 	if got := m.LocalEndpoints(st, ""); !slices.Equal(got, want) {
 		t.Errorf("endpoints %v, want %v", got, want)
 	}
 	cfg, err := parseConfig(ombDriver(t, "omb-rocketmq5-driver.yaml"), want, nil)
-	if err != nil || cfg.grpcEndpoint != "127.0.0.1:8081" || cfg.namesrv[0] != "127.0.0.1:41876" {
-		t.Errorf("a driver given the node's endpoints: %+v, %v", cfg, err)
+	if err != nil || cfg.grpcEndpoint != "127.0.0.1:8081" || cfg.namesrv[0] != "127.0.0.1:41876" || cfg.cluster != clusterName {
+		t.Errorf("a driver of OMB's file (clusterName a placeholder) given the node's endpoints: %+v, %v", cfg, err)
 	}
 }
 
@@ -125,7 +125,7 @@ func TestLocalCluster(t *testing.T) {
 		st.Nodes = append(st.Nodes, local.NodeStatus{Node: *n})
 	}
 	st.Bootstrap = []string{"127.0.2.2:8081"}
-	if got, want := localEndpoints(st, ""), []string{"127.0.2.2:8081", "namesrv://127.0.2.1:9876"}; !slices.Equal(got, want) {
+	if got, want := localEndpoints(st, ""), []string{"127.0.2.2:8081", "namesrv://127.0.2.1:9876", "cluster://DefaultCluster"}; !slices.Equal(got, want) {
 		t.Errorf("endpoints %v, want %v", got, want)
 	}
 }

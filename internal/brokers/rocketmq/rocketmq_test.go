@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -349,4 +350,17 @@ func FuzzParseConfig(f *testing.F) {
 			t.Errorf("accepted an inconsistent config: %+v", c)
 		}
 	})
+}
+
+// TestOMBDriverFileRuns: brokerbench runs OMB's 1-topic-1-partition-1kb
+// workload with OMB's driver-rocketmq5/rocketmq.yaml, both as OMB ships
+// them, from the root of OMB's layout, on the test's node as a local
+// cluster (--local-brokers 1): its addresses and its cluster's name
+// replace the file's placeholders.
+func TestOMBDriverFileRuns(t *testing.T) {
+	if raceDetector {
+		t.Skip("the RocketMQ Go client races with itself: run without -race")
+	}
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-rocketmq5/rocketmq.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }
