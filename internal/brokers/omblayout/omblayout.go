@@ -39,13 +39,13 @@ type Target struct {
 	// the broker's --broker takes; they replace the driver file's, as
 	// they do for a user who gives --broker.
 	Broker string
-	// Else the run uses the running local cluster of one broker on
-	// LocalPort whose state is in StateDir, as a user's run given
-	// --local-brokers 1 uses the cluster 'local up' started: its
+	// Else the run uses the running local cluster of Brokers brokers
+	// (0: one) on LocalPort whose state is in StateDir, as a user's run
+	// given --local-brokers N uses the cluster 'local up' started: its
 	// addresses replace the file's, and the run connects with its
 	// credentials.
-	LocalPort int
-	StateDir  string
+	LocalPort, Brokers int
+	StateDir           string
 }
 
 // Run runs brokerbench on Workload with driverFile, a path in OMB's
@@ -67,7 +67,7 @@ func Run(t *testing.T, driverFile string, target Target) *results.Run {
 	o.Broker = target.Broker
 	if target.Broker == "" {
 		o.Local.Port, o.Local.PortGiven, o.Local.StateDir = target.LocalPort, true, target.StateDir
-		o.Local.Brokers, o.Local.BrokersGiven = 1, true
+		o.Local.Brokers, o.Local.BrokersGiven = max(target.Brokers, 1), true
 	}
 	o.Out = out
 	o.Progress = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/local"
@@ -21,7 +23,9 @@ import (
 // TestLocalClusterReplicates starts a real cluster of 3 brokers (its
 // brokers' binary protocol on port 29660): the driver passes the
 // conformance suite on it with OMB's persistence (ensembles of 3, acks
-// from 2); a topic's ledger is on the 3 bookies, written to all and
+// from 2); brokerbench runs OMB's pulsar.yaml and
+// pulsar-effectively-once.yaml on it, as OMB ships them, from the root
+// of OMB's layout; a topic's ledger is on the 3 bookies, written to all and
 // acknowledged by 2; and a broker killed, then started again, serves
 // again, as a node fault does it.
 func TestLocalClusterReplicates(t *testing.T) {
@@ -47,6 +51,11 @@ func TestLocalClusterReplicates(t *testing.T) {
 		return d
 	}
 	brokertest.Run(t, "pulsar", drivertest.Target{Connect: connect, Unreachable: target(nil).Unreachable})
+	for _, file := range []string{"driver-pulsar/pulsar.yaml", "driver-pulsar/pulsar-effectively-once.yaml"} {
+		t.Run(path.Base(file), func(t *testing.T) {
+			omblayout.Run(t, file, omblayout.Target{LocalPort: c.Port, Brokers: 3, StateDir: c.StateDir})
+		})
+	}
 
 	d := connect(t)
 	defer d.Close()
