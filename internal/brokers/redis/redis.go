@@ -91,6 +91,11 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if pw := s.String("common", "redisPass"); pw != "" {
 		c.password = pw
 	}
+	for _, k := range []string{"jedisPoolMaxTotal", "jedisPoolMaxIdle"} {
+		if s.String("common", k) != "" {
+			s.Int("common", k, 0) // checked; each client has its own connection, no pool to size
+		}
+	}
 	var errs []error
 	if len(endpoints) > 0 {
 		c.addr = endpoints[0]

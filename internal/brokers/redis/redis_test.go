@@ -65,3 +65,22 @@ func TestOMBDriverFile(t *testing.T) {
 		t.Errorf("a misspelled setting: %v", err)
 	}
 }
+
+// TestOMBPoolSizes: OMB's Jedis pool sizes are checked as the integers
+// OMB's RedisClientConfig takes, though each client here has its own
+// connection.
+func TestOMBPoolSizes(t *testing.T) {
+	for _, tc := range []struct {
+		total string
+		ok    bool
+	}{{"64", true}, {"lots", false}} {
+		dc, err := workload.ParseDriver("redis.yaml", []byte("name: Redis\ndriverClass: io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver\nredisHost: localhost\njedisPoolMaxTotal: "+tc.total+"\njedisPoolMaxIdle: 16\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parseConfig(dc, nil, nil)
+		if tc.ok != (err == nil) || !tc.ok && !strings.Contains(err.Error(), "redis.yaml:4") {
+			t.Errorf("jedisPoolMaxTotal %s: %v", tc.total, err)
+		}
+	}
+}

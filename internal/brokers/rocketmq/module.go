@@ -40,7 +40,7 @@ func init() {
 		// that the reason, not an unknown setting, is what it gets.
 		OMBClasses: []string{ombDriverClass, ombV4DriverClass},
 		OMBTopLevel: []string{"namesrvAddr", "clusterName", "grpcEndpoint", "sendDelayMsg", "delayTimeInSec", "adminAccessKey", "adminSecretKey", "accessKey", "secretKey",
-			"vipChannelEnabled", "batchCQ", "autoBatch", "batchMaxBytes", "batchMaxDelayMs", "totalBatchMaxBytes", "enableBackpressure", "backpressureConcurrency"},
+			"vipChannelEnabled", "maxMessageSize", "compressMsgBodyOverHowmuch", "batchCQ", "autoBatch", "batchMaxBytes", "batchMaxDelayMs", "totalBatchMaxBytes", "enableBackpressure", "backpressureConcurrency"},
 		Docs: "docs/drivers/rocketmq.md",
 	})
 }

@@ -165,13 +165,22 @@ func TestOMBDriverFiles(t *testing.T) {
 		}
 	}
 	// The command line's addresses replace the placeholders.
-	c, err = parseConfig(dc, []string{"127.0.0.1:29081", namesrvScheme + "127.0.0.1:29876"}, nil)
-	if err != nil || c.grpcEndpoint != "127.0.0.1:29081" || c.namesrv[0] != "127.0.0.1:29876" {
+	c, err = parseConfig(dc, []string{"127.0.0.1:29081", namesrvScheme + "127.0.0.1:29876", clusterScheme + "C1"}, nil)
+	if err != nil || c.grpcEndpoint != "127.0.0.1:29081" || c.namesrv[0] != "127.0.0.1:29876" || c.cluster != "C1" {
 		t.Errorf("endpoints given: %+v, %v", c, err)
 	}
 	v4 := ombDriver(t, "omb-rocketmq-driver.yaml")
 	if _, err := New(v4, driver.Options{}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "driver-rocketmq5/rocketmq.yaml") {
 		t.Errorf("OMB's RocketMQ 4 file: %v; want an input error naming the RocketMQ 5 file", err)
+	}
+	// Every field of OMB's RocketMQClientConfig is known: the file gets
+	// the reason, not an unknown field.
+	v4, err = workload.ParseDriver("rocketmq.yaml", []byte("name: RocketMQ\ndriverClass: "+ombV4DriverClass+"\nnamesrvAddr: 127.0.0.1:9876\nmaxMessageSize: 4194304\ncompressMsgBodyOverHowmuch: 4096\n"))
+	if err != nil {
+		t.Fatalf("OMB's RocketMQ 4 fields: %v", err)
+	}
+	if _, err := New(v4, driver.Options{}); err == nil || !strings.Contains(err.Error(), "driver-rocketmq5/rocketmq.yaml") {
+		t.Errorf("OMB's RocketMQ 4 file with maxMessageSize: %v; want the reason it is refused", err)
 	}
 }
 
