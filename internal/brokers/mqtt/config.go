@@ -19,6 +19,10 @@ func init() {
 	}
 }
 
+// ombTopicPrefix is the topic prefix of OMB's MQTT driver when its file
+// gives none.
+const ombTopicPrefix = "benchmark"
+
 // settings are the driver's settings by section, with their defaults.
 // The names are those of OMB's MQTT 5 driver file: its client section is
 // commonConfig, its consumer section consumerConfig.
@@ -76,8 +80,12 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	if err != nil {
 		s.Fail("common", "serverUri", "%v", err)
 	}
+	prefix := s.String("common", "topicPrefix")
+	if _, given := dc.Common.Get("topicPrefix"); !given && dc.Format == workload.OMB {
+		prefix = ombTopicPrefix
+	}
 	c := &config{addr: addr, username: s.String("common", "username"), password: s.String("common", "password"),
-		topicPrefix: strings.TrimSuffix(s.String("common", "topicPrefix"), "/")}
+		topicPrefix: strings.TrimSuffix(prefix, "/")}
 	if local != nil && c.username == "" && c.password == "" {
 		c.username, c.password = local.Username, local.Password
 	}

@@ -113,6 +113,18 @@ func TestOMBSettings(t *testing.T) {
 	if c.addr != "localhost:1883" || c.topicPrefix != "benchmark" || c.qos != 1 || !c.cleanSession || c.sessionExpiry != 259200 || c.receiveMaximum != 256 {
 		t.Errorf("%+v", c)
 	}
+	// Without topicPrefix, an OMB file gets OMB's default; a file of
+	// brokerbench's format, none.
+	dc, err = workload.ParseDriver("m.yaml", []byte("name: MQTT\ndriverClass: io.openmessaging.benchmark.driver.mqtt5.MqttBenchmarkDriver\nclient:\n  serverUri: tcp://localhost:1883\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := parseConfig(dc, nil, nil); err != nil || c.topicPrefix != "benchmark" {
+		t.Errorf("OMB's file without topicPrefix: %+v, %v; want OMB's default prefix", c, err)
+	}
+	if c, err := parseConfig(&workload.DriverConfig{Name: "mqtt", Source: "n.yaml"}, nil, nil); err != nil || c.topicPrefix != "" {
+		t.Errorf("brokerbench's format without topicPrefix: %+v, %v; want none", c, err)
+	}
 }
 
 // TestParseServerURI: the forms a server is given in.
