@@ -42,10 +42,13 @@ type Module struct {
 	// Capabilities are what the broker's model can do; runs that need
 	// more are refused before anything starts (Check).
 	Capabilities driver.Capabilities
-	// EndpointSetting is the config setting that holds the broker
-	// addresses ("bootstrap.servers"); when a config does not set it and
-	// no address is given, runs go to a local cluster (Local).
-	EndpointSetting string
+	// EndpointSettings are the config settings that hold the broker
+	// addresses: the driver's own first ("bootstrap.servers"), then
+	// those OMB's driver files name them with ("brokerAddress",
+	// "redisHost"). When a config sets none of them and no address is
+	// given, runs go to a local cluster (Local); when it sets one, to
+	// the brokers it names.
+	EndpointSettings []string
 	// LocalListener returns the listener of the local cluster's nodes a
 	// driver with config dc connects to ("stream", "sasl_ssl"); nil or ""
 	// for their client listener. Optional.

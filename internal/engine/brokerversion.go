@@ -24,7 +24,7 @@ func localVersionAt(dc *workload.DriverConfig, endpoints []string, status func(k
 		return ""
 	}
 	if len(endpoints) == 0 {
-		endpoints = configuredEndpoints(dc, reg.EndpointSetting)
+		endpoints = configuredEndpoints(dc, reg.EndpointSettings)
 	}
 	for _, e := range endpoints {
 		addr, port, ok := loopbackAddr(e)
@@ -49,11 +49,16 @@ func localStatus(kind string, port int) (product string, st local.Status) {
 }
 
 // configuredEndpoints returns the addresses in a driver config's setting
-// (its common, producer or consumer section, as the driver reads them).
-func configuredEndpoints(dc *workload.DriverConfig, setting string) []string {
-	for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
-		if v, ok := section.Get(setting); ok && v != "" {
-			return strings.Split(v, ",")
+// configuredEndpoints returns the addresses dc's config gives in the
+// first of settings it sets, in any section (files made for Kafka's own
+// tools give them in producer and consumer properties alone); none if
+// it sets none of them.
+func configuredEndpoints(dc *workload.DriverConfig, settings []string) []string {
+	for _, setting := range settings {
+		for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
+			if v, ok := section.Get(setting); ok && v != "" {
+				return strings.Split(v, ",")
+			}
 		}
 	}
 	return nil

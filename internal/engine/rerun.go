@@ -152,7 +152,7 @@ func DriverFromResults(d results.Driver) (*workload.DriverConfig, error) {
 			if strings.Contains(p.Value, secret.Mask) || workload.IsSecret(p.Key) {
 				return nil, fmt.Errorf("the driver setting %s/%s is a secret, masked in the results: run the benchmark again by hand with its driver file (brokerbench run WORKLOAD --driver FILE)", name, p.Key)
 			}
-			if p.Key == reg.EndpointSetting {
+			if slices.Contains(reg.EndpointSettings, p.Key) {
 				continue
 			}
 			*into = append(*into, workload.Property{Key: p.Key, Value: p.Value})

@@ -325,8 +325,8 @@ func makesOwnFaults(driverName string) bool {
 // target, and what to do.
 func faultsNeedLocal(driverName string) string {
 	reg, _ := brokers.Lookup(driverName)
-	if reg.EndpointSetting != "" {
-		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker, and give --local-brokers N (the local cluster's addresses then replace %s in the driver config)", reg.EndpointSetting)
+	if len(reg.EndpointSettings) > 0 {
+		return fmt.Sprintf("faults act on the local clusters brokerbench starts: leave out --broker, and give --local-brokers N (the local cluster's addresses then replace %s in the driver config)", strings.Join(reg.EndpointSettings, ", "))
 	}
 	return "faults act on the local clusters brokerbench starts: leave out --broker, and give --local-brokers N"
 }

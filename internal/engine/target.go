@@ -467,12 +467,7 @@ func (t *Target) usesLocal(dc *workload.DriverConfig) bool {
 	reg, _ := brokers.Lookup(dc.Name)
 	// Files made for Kafka's own tools give the addresses in producer
 	// and consumer properties alone.
-	for _, section := range []workload.Properties{dc.Common, dc.Producer, dc.Consumer} {
-		if _, configured := section.Get(reg.EndpointSetting); configured {
-			return false
-		}
-	}
-	return true
+	return len(configuredEndpoints(dc, reg.EndpointSettings)) == 0
 }
 
 // localKind is the kind of local broker that dc's driver runs against

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,6 +38,41 @@ func TestAddressesInAnySectionAreNotLocal(t *testing.T) {
 	}
 	if newTarget(IO{}, "10.0.0.5:9092", LocalOptions{Brokers: 3, BrokersGiven: true}).usesLocal(omb) {
 		t.Error("--broker with --local-brokers: the run would go to a local cluster, not the broker given")
+	}
+}
+
+// TestOMBAddressesAreNotLocal: OMB's driver files name their brokers
+// in settings of their own (brokerAddress, redisHost, natsHostUrl,
+// nsqdHost, ...): a run of such a file goes to the brokers it names,
+// never silently to a local broker, unless --local-brokers asks for
+// one.
+func TestOMBAddressesAreNotLocal(t *testing.T) {
+	files, err := filepath.Glob("../brokers/omblayout/testdata/driver-*/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("OMB's driver files: %v, %v", files, err)
+	}
+	texts := map[string]string{
+		"redis.yaml": "name: Redis\ndriverClass: io.openmessaging.benchmark.driver.redis.RedisBenchmarkDriver\nredisHost: 10.0.0.5\nredisPort: 6379\n",
+		"nats.yaml":  "name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://10.0.0.5:4222\n",
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[f] = string(data)
+	}
+	for name, text := range texts {
+		dc, err := workload.ParseDriver(name, []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newTarget(IO{}, "", LocalOptions{}).usesLocal(dc) {
+			t.Errorf("%s: a run would go to a local broker, not to the one the file names", name)
+		}
+		if !newTarget(IO{}, "", LocalOptions{Brokers: 1, BrokersGiven: true}).usesLocal(dc) {
+			t.Errorf("%s with --local-brokers 1: the run would not go to the local cluster", name)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ var LocalKind = &brokers.Local{Kind: "artemis", Port: 61616, New: NewLocal, MaxN
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "artemis", New: New, EndpointSetting: "url", LocalListener: localListener,
+		Name: "artemis", New: New, EndpointSettings: []string{"url", "brokerAddress"}, LocalListener: localListener,
 		// A topic is an address without partitions; a subscription's
 		// queue holds only what was routed to it after it was made; no
 		// broker keeps replicas of another's messages. A cluster's

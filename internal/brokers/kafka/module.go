@@ -19,7 +19,7 @@ var LocalKind = &brokers.Local{Kind: "kafka", Port: 9092, New: NewLocal, MaxNode
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "kafka", New: New, EndpointSetting: "bootstrap.servers", LocalListener: localListener,
+		Name: "kafka", New: New, EndpointSettings: []string{"bootstrap.servers"}, LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true,
 			AcksLevels: []string{"0", "1", "all", "-1"}, Written: true, Transactions: true},
 		Local:   LocalKind,

@@ -18,7 +18,7 @@ var LocalKind = &brokers.Local{Kind: "mosquitto", Port: 1883, New: NewLocal, Max
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "mqtt", New: New, EndpointSetting: "serverUri",
+		Name: "mqtt", New: New, EndpointSettings: []string{"serverUri"},
 		Capabilities: driver.Capabilities{AcksLevels: []string{"0", "1", "2"}},
 		Local:        LocalKind,
 		Metrics: &brokers.Metrics{Endpoint: "the values the server retains on its $SYS/broker/# topics, at mqtt://host:port",

@@ -19,7 +19,7 @@ var LocalKind = &brokers.Local{Kind: "nats", Port: 4222, New: NewLocal, MaxNodes
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "nats", New: New, EndpointSetting: "servers", LocalListener: localListener,
+		Name: "nats", New: New, EndpointSettings: []string{"servers", "natsHostUrl"}, LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true, Written: true},
 		Local:        LocalKind,
 		Metrics: &brokers.Metrics{Endpoint: "the NATS server's monitoring endpoint, /varz (JSON)",

@@ -23,7 +23,7 @@ var LocalKind = &brokers.Local{Kind: "nsq", Port: 4150, New: NewLocal, MaxNodes:
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "nsq", New: New, EndpointSetting: "nsqdHttpAddress", LocalListener: localListener,
+		Name: "nsq", New: New, EndpointSettings: []string{"nsqdHttpAddress", "lookupdHttpAddress", "nsqdHost", "lookupHost"}, LocalListener: localListener,
 		Capabilities: driver.Capabilities{Written: true},
 		Local:        LocalKind,
 		NoLeader:     "NSQ has no leaders: every nsqd serves the topics published to it alone, none leads another and none controls the cluster (nsqlookupd only tells consumers where topics are); aim the fault at a node id or at random",

@@ -20,7 +20,7 @@ var LocalKind = &brokers.Local{Kind: "pulsar", Port: usualPort, New: NewLocal, M
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "pulsar", New: New, EndpointSetting: "serviceUrl",
+		Name: "pulsar", New: New, EndpointSettings: []string{"serviceUrl", "httpUrl"},
 		// Replication is the namespace's persistence policy (ensemble,
 		// write and ack quorums). The written count is the topics'
 		// message-in counter; with deduplication on the driver gives

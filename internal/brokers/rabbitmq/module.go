@@ -20,7 +20,7 @@ var Metrics = &brokers.Metrics{Endpoint: "Prometheus text at each node's metrics
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "rabbitmq", New: New, EndpointSetting: "amqpUris", LocalListener: LocalListener,
+		Name: "rabbitmq", New: New, EndpointSettings: []string{"amqpUris"}, LocalListener: LocalListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true},
 		Local:        LocalKind,
 		Metrics:      Metrics,

@@ -17,7 +17,7 @@ var LocalKind = &brokers.Local{Kind: "redis", Port: 6379, New: NewLocal, MaxNode
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "redis", New: New, EndpointSetting: "addr", LocalListener: localListener,
+		Name: "redis", New: New, EndpointSettings: []string{"addr", "redisHost"}, LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replay: true, Written: true},
 		Local:        LocalKind,
 		Metrics: &brokers.Metrics{Endpoint: "the server's INFO command, at redis://host:port",

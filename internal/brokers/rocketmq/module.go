@@ -27,7 +27,7 @@ const (
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "rocketmq", New: New, EndpointSetting: "grpcEndpoint", LocalListener: localListener,
+		Name: "rocketmq", New: New, EndpointSettings: []string{"grpcEndpoint", "namesrvAddr"}, LocalListener: localListener,
 		// Replication is a broker deployment (master and slave brokers,
 		// or a controller's), never a topic's setting; transactional
 		// messages are one message each, committed or rolled back on

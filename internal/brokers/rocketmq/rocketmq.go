@@ -162,7 +162,7 @@ func (d *Driver) newClient(c *rmq.Config, opts ...rmq.ClientOption) (rmq.Client,
 // broker is an input error (clusterName is wrong).
 func (d *Driver) unreachable(err error) error {
 	if errors.Is(err, errNoCluster) {
-		return fmt.Errorf("%w: %v (OMB's driver file gives a placeholder: name the cluster the brokers register, in clusterName or as %sNAME among the --broker addresses; a local cluster's is %q)", workload.ErrInvalid, err, clusterScheme, clusterName)
+		return fmt.Errorf("%w: %v (OMB's driver file gives a placeholder: name the cluster the brokers register, in clusterName or as %sNAME among the --broker addresses; or run on the local cluster with --local-brokers N, whose name replaces it)", workload.ErrInvalid, err, clusterScheme)
 	}
 	return fmt.Errorf("rocketmq cluster %q: %w (are the name servers %s running, and is namesrvAddr theirs?)",
 		d.cfg.cluster, err, strings.Join(d.cfg.namesrv, ";"))

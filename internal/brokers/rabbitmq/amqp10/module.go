@@ -8,7 +8,7 @@ import (
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "rabbitmq-amqp10", New: New, EndpointSetting: "amqpUris", LocalListener: rabbitmq.LocalListener,
+		Name: "rabbitmq-amqp10", New: New, EndpointSettings: []string{"amqpUris"}, LocalListener: rabbitmq.LocalListener,
 		// A topic is sent on one link with one routing key, to one queue
 		// per subscription (no partitions); a quorum queue keeps
 		// replicas; a queue holds only what was routed to it after it

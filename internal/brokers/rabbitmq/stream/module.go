@@ -8,7 +8,7 @@ import (
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "rabbitmq-stream", New: New, EndpointSetting: "uris", LocalListener: localListener,
+		Name: "rabbitmq-stream", New: New, EndpointSettings: []string{"uris"}, LocalListener: localListener,
 		Capabilities: driver.Capabilities{Partitions: true, Replication: true, Replay: true},
 		Local:        rabbitmq.LocalKind,
 		Metrics:      rabbitmq.Metrics,
