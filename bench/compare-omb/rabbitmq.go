@@ -57,8 +57,12 @@ func promCounter(ctx context.Context, st local.Status, product, name string) (in
 	return sumSeries(counters, name)
 }
 
+// errNoSeries is sumSeries' error for a counter of no series.
+var errNoSeries = errors.New("no such counter among the broker's metrics")
+
 // sumSeries sums the series of counter name among counters (by series
-// key, as brokermetrics reads them), and says when there are none.
+// key, as brokermetrics reads them), and says when there are none
+// (errNoSeries).
 func sumSeries(counters map[string]float64, name string) (int64, error) {
 	var sum float64
 	found := false
@@ -68,7 +72,7 @@ func sumSeries(counters map[string]float64, name string) (int64, error) {
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("no counter %s among the broker's metrics", name)
+		return 0, fmt.Errorf("%s: %w", name, errNoSeries)
 	}
 	if sum < 0 || sum > 1e18 {
 		return 0, fmt.Errorf("%s: %v is not a count", name, sum)
