@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,8 +85,14 @@ func TestBrokerVersionAndCheck(t *testing.T) {
 	if err := c.Check(ctx, driver.CheckSpec{MessageSize: 100, ExistingTopics: []string{topic + "-missing"}}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("a missing topic: %v; want an input error", err)
 	}
-	// OMB's placeholder cluster name.
-	omb := connect(t, props("test", "clusterName", "rocketmq-broker-xxxx"))
+	// OMB's placeholder cluster name, on the node's addresses alone (a
+	// local cluster's endpoints carry its name, which would replace it).
+	endpoints := slices.DeleteFunc(LocalKind.Endpoints(server.Get(t).Cluster.Status(), ""), func(e string) bool { return strings.HasPrefix(e, clusterScheme) })
+	omb, err := New(&workload.DriverConfig{Name: "rocketmq", Source: "test", ReplicationFactor: 1, Common: props("test", "clusterName", "rocketmq-broker-xxxx")},
+		driver.Options{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer omb.Close()
 	if err := omb.(driver.Checker).Check(ctx, driver.CheckSpec{MessageSize: 100}); !errors.Is(err, workload.ErrInvalid) || !strings.Contains(err.Error(), "clusterName") {
 		t.Errorf("a cluster of no broker: %v; want an input error naming clusterName", err)
