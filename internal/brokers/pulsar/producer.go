@@ -119,14 +119,19 @@ type producer struct {
 	// waits: unlike one counter both sides write, it costs no cache line
 	// moving between them per message.
 	sent atomic.Int64
-	// given counts the messages given to the client, and called the
-	// client's callbacks, also those for messages settled already (by a
-	// timeout or Close): Close waits for the client to catch up before
-	// it closes the client's producer.
-	given, called atomic.Int64
+	// refused counts the messages Send failed without giving them to
+	// the client (its context had ended); only Send's goroutine writes
+	// it, and only then.
+	refused atomic.Int64
 	// ackMu serialises acknowledgements (the client calls back from each
 	// partition's connection) and guards settled and idle.
 	ackMu sync.Mutex
+	// called counts the client's callbacks, also those for messages
+	// settled already (by a timeout or Close): Close waits for it to
+	// reach sent less refused before it closes the client's producer.
+	// Only the callbacks write it: Send's goroutine writes no second
+	// counter per message.
+	called atomic.Int64
 	// settled counts the messages acknowledged or failed.
 	settled int64
 	// idle, while Flush or Close waits, is closed when settled reaches
@@ -190,10 +195,10 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	s.since.Store(max(sentAt+1, 1))
 	p.sent.Add(1)
 	if err := ctx.Err(); err != nil {
+		p.refused.Add(1)
 		s.finish(err)
 		return
 	}
-	p.given.Add(1)
 	p.pp.SendAsync(context.Background(), &s.pm, s.sent)
 }
 
@@ -340,7 +345,7 @@ func (p *producer) awaitClient(total, still time.Duration) {
 	const poll = 20 * time.Millisecond
 	deadline := time.Now().Add(total)
 	called, lastMove := p.called.Load(), time.Now()
-	for p.called.Load() < p.given.Load() {
+	for p.called.Load() < p.sent.Load()-p.refused.Load() {
 		now := time.Now()
 		if c := p.called.Load(); c != called {
 			called, lastMove = c, now
