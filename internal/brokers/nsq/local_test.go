@@ -2,6 +2,7 @@ package nsq
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -129,10 +130,12 @@ func FuzzParseLookupdNodes(f *testing.F) {
 }
 
 // FuzzParseEndpoints: whatever addresses the driver is given, it takes
-// at least one nsqd and at most one nsqlookupd, unmarked, or refuses.
+// at least one nsqd and at most one nsqlookupd, unmarked, each a
+// host:port, or refuses.
 func FuzzParseEndpoints(f *testing.F) {
 	f.Add("127.0.1.1:4151,127.0.1.2:4151,nsqlookupd://127.0.2.1:4161")
 	f.Add("nsqlookupd://a:1,nsqlookupd://b:1")
+	f.Add(",nsqlookupd://nsqlookupd://")
 	f.Fuzz(func(t *testing.T, list string) {
 		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","))
 		if err != nil {
@@ -141,9 +144,18 @@ func FuzzParseEndpoints(f *testing.F) {
 		if len(cfg.nsqds) == 0 || strings.HasPrefix(cfg.lookupd, lookupdScheme) {
 			t.Errorf("endpoints %q taken as nsqd %q and nsqlookupd %q", list, cfg.nsqds, cfg.lookupd)
 		}
+		taken := cfg.nsqds
+		if cfg.lookupd != "" {
+			taken = append(taken, cfg.lookupd)
+		}
 		for _, a := range cfg.nsqds {
 			if strings.HasPrefix(a, lookupdScheme) {
 				t.Errorf("endpoints %q: nsqlookupd taken as an nsqd, %q", list, a)
+			}
+		}
+		for _, a := range taken {
+			if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+				t.Errorf("endpoints %q: address %q taken, which is not host:port", list, a)
 			}
 		}
 	})

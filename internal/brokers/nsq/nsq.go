@@ -103,6 +103,16 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if len(c.nsqds) == 0 {
 		errs = append(errs, fmt.Errorf("%s: the NSQ driver needs the HTTP address of at least one nsqd; got only nsqlookupd's", dc.Source))
 	}
+	for _, a := range c.nsqds {
+		if err := checkHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("%s: nsqd HTTP address %q: %w", dc.Source, a, err))
+		}
+	}
+	if c.lookupd != "" {
+		if err := checkHostPort(c.lookupd); err != nil {
+			errs = append(errs, fmt.Errorf("%s: nsqlookupd HTTP address %q: %w", dc.Source, c.lookupd, err))
+		}
+	}
 	c.maxInFlight = s.Int("consumer", "maxInFlight", 1)
 	if c.outputBufferSize = s.Int("consumer", "outputBufferSize", -1); c.outputBufferSize >= 0 && c.outputBufferSize < 64 {
 		s.Fail("consumer", "outputBufferSize", "nsqd takes -1 (no buffer) or 64 bytes and more")
@@ -115,6 +125,24 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	c.effective["common"] = append(workload.Properties{{Key: "nsqdHttpAddress", Value: strings.Join(c.nsqds, ",")},
 		{Key: "lookupdHttpAddress", Value: c.lookupd}}, c.effective["common"]...)
 	return c, nil
+}
+
+// checkHostPort reports why addr is not a host:port the driver can
+// put after "http://".
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		return fmt.Errorf("give it as host:port (127.0.0.1:4151): %w", err)
+	case host == "" || port == "":
+		return errors.New("give it as host:port (127.0.0.1:4151), with both parts")
+	case strings.ContainsAny(host, "/?#@ "):
+		return errors.New("the host holds a character that cannot be in one; give it as host:port (127.0.0.1:4151)")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
 }
 
 // splitList splits a comma-separated list, leaving out empty items.
