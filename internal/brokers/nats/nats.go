@@ -332,7 +332,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
-	p := &producer{nc: nc, ack: ack, inFlight: make(map[*nats.Msg]*driver.Message, pending)}
+	p := &producer{nc: nc, ack: ack, inFlight: make(map[*nats.Msg]*driver.Message, pending), slots: make(chan struct{}, pending)}
 	// The outcomes come to handlers, on nats.go's goroutines, rather than
 	// to a future per message that a goroutine of ours would wait on.
 	// Without a timeout, a publish whose server died before it acked
@@ -363,9 +363,14 @@ type producer struct {
 	// by the nats.Msg each was published as (its DriverState): whoever
 	// takes a message out of it calls ack for it, once.
 	inFlight map[*nats.Msg]*driver.Message
-	closed   bool // by Close: sends fail at once
-	closing  sync.Once
-	wg       sync.WaitGroup // messages sent and not yet acknowledged
+	// slots holds a token per message in inFlight: Send waits for room
+	// in it, so that nats.go, bounded to as many pending publishes, never
+	// stalls a publish and fails it (ErrTooManyStalledMsgs) when the
+	// server is slow to ack.
+	slots   chan struct{}
+	closed  bool // by Close: sends fail at once
+	closing sync.Once
+	wg      sync.WaitGroup // messages sent and not yet acknowledged
 }
 
 // Send implements driver.Producer.
@@ -377,11 +382,26 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 		m.DriverState = msg
 	}
 	msg.Subject, msg.Data = p.subjects[part], m.Value
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		// maxPending publishes await their ack: the send waits, and its
+		// lag shows in the latencies.
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.ack(m, sendError{ctx.Err()})
+			p.mu.Unlock()
+			return
+		}
+	}
 	p.wg.Add(1)
 	p.mu.Lock()
 	if p.closed {
 		p.ack(m, sendError{nats.ErrConnectionClosed})
 		p.mu.Unlock()
+		<-p.slots
 		p.wg.Done()
 		return
 	}
@@ -409,6 +429,7 @@ func (p *producer) settle(msg *nats.Msg, err error) {
 	}
 	p.mu.Unlock()
 	if ok {
+		<-p.slots
 		p.wg.Done()
 	}
 }
@@ -427,6 +448,7 @@ func (p *producer) Close() {
 		for msg, m := range p.inFlight {
 			delete(p.inFlight, msg)
 			p.ack(m, sendError{nats.ErrConnectionClosed})
+			<-p.slots
 			p.wg.Done()
 		}
 		p.mu.Unlock()

@@ -3,7 +3,10 @@ package nats
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,6 +106,142 @@ func TestOMBNatsConfigFields(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), "nats.yaml:3") {
 			t.Errorf("%q: %v, want an error naming nats.yaml:3", bad, err)
+		}
+	}
+}
+
+// TestProducerWaitsForRoom: a producer whose maxPending publishes await
+// their acks makes the next send wait for room, however long the server
+// takes to ack, rather than fail it (nats.go fails a publish it stalls
+// for 200 ms); no more than maxPending are ever in flight.
+func TestProducerWaitsForRoom(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	proxy := newPausingProxy(t, server.Get(t).Addr)
+	dc := &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1,
+		Producer: workload.Properties{{Key: "maxPending", Value: "4"}}}
+	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + proxy.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	topic := fmt.Sprintf("bb-room-%d", time.Now().UnixNano())
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DeleteTopic(context.Background(), topic)
+	const n = 40
+	var (
+		mu                  sync.Mutex
+		inFlight, most int
+		acked               = make(chan struct{}, n)
+	)
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 100, MaxInFlight: n}, func(m *driver.Message, err error) {
+		mu.Lock()
+		inFlight--
+		if err != nil {
+			t.Errorf("message %d failed: %v", m.Slot, err)
+		}
+		mu.Unlock()
+		acked <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	proxy.pause(true) // the server's acks are held back
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range n {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			p.Send(ctx, &driver.Message{Slot: i, Value: []byte("x")})
+		}
+	}()
+	time.Sleep(600 * time.Millisecond) // three times nats.go's stall wait
+	proxy.pause(false)
+	<-sent
+	for range n {
+		select {
+		case <-acked:
+		case <-ctx.Done():
+			t.Fatal("not every message was acknowledged")
+		}
+	}
+	// The sender counts a message in flight before its Send, so it may
+	// count one more than the producer holds.
+	if most > 4+1 {
+		t.Errorf("%d messages in flight at once; want at most maxPending, 4", most-1)
+	}
+}
+
+// pausingProxy forwards one TCP connection after another to a server,
+// and can hold back what the server sends.
+type pausingProxy struct {
+	addr   string
+	mu     sync.Mutex
+	paused bool
+	resume *sync.Cond
+}
+
+func newPausingProxy(t *testing.T, target string) *pausingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &pausingProxy{addr: ln.Addr().String()}
+	px.resume = sync.NewCond(&px.mu)
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		px.pause(false)
+		conns.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Add(2)
+			go func() { defer conns.Done(); io.Copy(s, c); s.Close() }()
+			go func() { defer conns.Done(); px.copyFromServer(c, s); c.Close() }()
+		}
+	}()
+	return px
+}
+
+func (px *pausingProxy) pause(on bool) {
+	px.mu.Lock()
+	px.paused = on
+	px.mu.Unlock()
+	px.resume.Broadcast()
+}
+
+func (px *pausingProxy) copyFromServer(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		px.mu.Lock()
+		for px.paused {
+			px.resume.Wait()
+		}
+		px.mu.Unlock()
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }
