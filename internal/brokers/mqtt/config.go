@@ -165,15 +165,19 @@ func ParseServerURI(uri string) (addr string, tls bool, err error) {
 	}
 	host, port, err := net.SplitHostPort(hostPort)
 	if err != nil {
+		// No port: a bracketed IPv6 address ("[::1]") loses its brackets.
 		host, port = hostPort, "1883"
 		if tls {
 			port = "8883"
+		}
+		if inner, ok := strings.CutPrefix(host, "["); ok {
+			host, _ = strings.CutSuffix(inner, "]")
 		}
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", false, fmt.Errorf("%q: port %q is not a port number", uri, port)
 	}
-	if host == "" || strings.ContainsAny(host, "/ ") {
+	if host == "" || strings.ContainsAny(host, "/ []") {
 		return "", false, fmt.Errorf("%q names no host", uri)
 	}
 	return net.JoinHostPort(host, port), tls, nil

@@ -142,6 +142,10 @@ func TestParseServerURI(t *testing.T) {
 		{uri: "tcp://h:1/x", err: "not a path"},
 		{uri: "tcp://h:99999", err: "not a port"},
 		{uri: "tcp://:1", err: "no host"},
+		{uri: "[::1]", addr: "[::1]:1883"}, // IPv6 without a port
+		{uri: "ssl://[::1]", addr: "[::1]:8883", tls: true},
+		{uri: "[]", err: "no host"}, // brackets around nothing
+		{uri: "a]b", err: "no host"},
 	} {
 		addr, tls, err := ParseServerURI(tc.uri)
 		if tc.err != "" {
@@ -159,7 +163,7 @@ func TestParseServerURI(t *testing.T) {
 // FuzzParseServerURI: any text gives an address that splits into a host
 // and a port, or an error.
 func FuzzParseServerURI(f *testing.F) {
-	for _, s := range []string{"tcp://localhost:1883", "mqtts://h", "h:1", "::1", "ssl://[::1]:8883"} {
+	for _, s := range []string{"tcp://localhost:1883", "mqtts://h", "h:1", "::1", "ssl://[::1]:8883", "[]", "[::1]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {
