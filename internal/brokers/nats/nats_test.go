@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -132,9 +133,9 @@ func TestProducerWaitsForRoom(t *testing.T) {
 	defer d.DeleteTopic(context.Background(), topic)
 	const n = 40
 	var (
-		mu                  sync.Mutex
+		mu             sync.Mutex
 		inFlight, most int
-		acked               = make(chan struct{}, n)
+		acked          = make(chan struct{}, n)
 	)
 	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 100, MaxInFlight: n}, func(m *driver.Message, err error) {
 		mu.Lock()
@@ -175,6 +176,68 @@ func TestProducerWaitsForRoom(t *testing.T) {
 	// count one more than the producer holds.
 	if most > 4+1 {
 		t.Errorf("%d messages in flight at once; want at most maxPending, 4", most-1)
+	}
+}
+
+// TestProducerAckTimeout: a publish the server does not ack within
+// ackTimeoutMs fails as TIMEOUT, once; its late ack settles nothing
+// else, and the producer goes on.
+func TestProducerAckTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	proxy := newPausingProxy(t, server.Get(t).Addr)
+	dc := &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1,
+		Producer: workload.Properties{{Key: "ackTimeoutMs", Value: "300"}}}
+	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + proxy.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	topic := fmt.Sprintf("bb-timeout-%d", time.Now().UnixNano())
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DeleteTopic(context.Background(), topic)
+	outcomes := make(chan error, 100)
+	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 100, MaxInFlight: 100}, func(_ *driver.Message, err error) {
+		outcomes <- err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	msgs := make([]*driver.Message, 5)
+	proxy.pause(true)
+	start := time.Now()
+	for i := range msgs {
+		msgs[i] = &driver.Message{Value: []byte("held")}
+		p.Send(ctx, msgs[i])
+	}
+	for range msgs {
+		err := <-outcomes
+		var k interface{ Kind() string }
+		if !errors.As(err, &k) || k.Kind() != "TIMEOUT" {
+			t.Fatalf("a publish the server did not ack: %v; want a TIMEOUT", err)
+		}
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("publishes timed out after %v; want at least ackTimeoutMs, 300 ms", waited)
+	}
+	proxy.pause(false) // the late acks come
+	for _, m := range msgs {
+		p.Send(ctx, m)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range msgs {
+		if err := <-outcomes; err != nil {
+			t.Errorf("a publish after the timeouts: %v", err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(outcomes); n != 0 {
+		t.Errorf("%d more outcomes than messages", n)
 	}
 }
 
