@@ -118,19 +118,7 @@ func TestOMBNatsConfigFields(t *testing.T) {
 func TestProducerWaitsForRoom(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	proxy := newPausingProxy(t, server.Get(t).Addr)
-	dc := &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1,
-		Producer: workload.Properties{{Key: "maxPending", Value: "4"}}}
-	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + proxy.addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	topic := fmt.Sprintf("bb-room-%d", time.Now().UnixNano())
-	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.DeleteTopic(context.Background(), topic)
+	d, topic, proxy := proxiedTopic(ctx, t, "maxPending", "4")
 	const n = 40
 	var (
 		mu             sync.Mutex
@@ -185,19 +173,7 @@ func TestProducerWaitsForRoom(t *testing.T) {
 func TestProducerAckTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	proxy := newPausingProxy(t, server.Get(t).Addr)
-	dc := &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1,
-		Producer: workload.Properties{{Key: "ackTimeoutMs", Value: "300"}}}
-	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + proxy.addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	topic := fmt.Sprintf("bb-timeout-%d", time.Now().UnixNano())
-	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.DeleteTopic(context.Background(), topic)
+	d, topic, proxy := proxiedTopic(ctx, t, "ackTimeoutMs", "300")
 	outcomes := make(chan error, 100)
 	p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 100, MaxInFlight: 100}, func(_ *driver.Message, err error) {
 		outcomes <- err
@@ -239,6 +215,27 @@ func TestProducerAckTimeout(t *testing.T) {
 	if n := len(outcomes); n != 0 {
 		t.Errorf("%d more outcomes than messages", n)
 	}
+}
+
+// proxiedTopic returns a driver with the producer setting key: value,
+// which reaches the test server through a pausingProxy, and a new
+// stream of one subject, deleted when the test ends.
+func proxiedTopic(ctx context.Context, t *testing.T, key, value string) (driver.Driver, string, *pausingProxy) {
+	t.Helper()
+	proxy := newPausingProxy(t, server.Get(t).Addr)
+	dc := &workload.DriverConfig{Name: "nats", Source: "test", ReplicationFactor: 1,
+		Producer: workload.Properties{{Key: key, Value: value}}}
+	d, err := New(dc, driver.Options{Endpoints: []string{"nats://" + proxy.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	topic := fmt.Sprintf("bb-%s-%d", key, time.Now().UnixNano())
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.DeleteTopic(context.Background(), topic) })
+	return d, topic, proxy
 }
 
 // pausingProxy forwards one TCP connection after another to a server,
