@@ -100,7 +100,7 @@ func TestLocalCluster(t *testing.T) {
 	if want := []string{"127.0.1.1:41151", "127.0.1.2:41152", "127.0.1.3:41153", "nsqlookupd://127.0.2.1:41161"}; !slices.Equal(endpoints, want) {
 		t.Errorf("endpoints %v, want %v", endpoints, want)
 	}
-	cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "test"}, endpoints)
+	cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "test"}, endpoints, nil)
 	if err != nil || len(cfg.nsqds) != 3 || cfg.lookupd != "127.0.2.1:41161" {
 		t.Errorf("a driver given the cluster's endpoints: %+v, %v", cfg, err)
 	}
@@ -136,8 +136,9 @@ func FuzzParseEndpoints(f *testing.F) {
 	f.Add("127.0.1.1:4151,127.0.1.2:4151,nsqlookupd://127.0.2.1:4161")
 	f.Add("nsqlookupd://a:1,nsqlookupd://b:1")
 	f.Add(",nsqlookupd://nsqlookupd://")
+	f.Add("https://127.0.1.1:4152,https://,nsqlookupd://https://a:1")
 	f.Fuzz(func(t *testing.T, list string) {
-		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","))
+		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","), nil)
 		if err != nil {
 			return
 		}
@@ -149,6 +150,9 @@ func FuzzParseEndpoints(f *testing.F) {
 			taken = append(taken, cfg.lookupd)
 		}
 		for _, a := range cfg.nsqds {
+			if strings.HasPrefix(a, httpsScheme) && cfg.tls == nil {
+				t.Errorf("endpoints %q: nsqd %q reached without TLS", list, a)
+			}
 			if strings.HasPrefix(a, lookupdScheme) {
 				t.Errorf("endpoints %q: nsqlookupd taken as an nsqd, %q", list, a)
 			}
