@@ -106,6 +106,54 @@ func TestLocalCluster(t *testing.T) {
 	}
 }
 
+// TestLocalSecured: an nsqd serving "tls" (asked for as plain,tls or
+// tls alone) serves its HTTPS API on a port of its own, the "tls"
+// listener's, which a driver asking for TLS is given; it requires TLS
+// and a certificate of the cluster's authority of every client; and its
+// metrics, which need a client certificate, are not read.
+func TestLocalSecured(t *testing.T) {
+	for _, listeners := range [][]string{{"plain", "tls"}, {"tls"}} {
+		c := NewLocal(4150, 1)
+		c.StateDir, c.Listeners = t.TempDir(), listeners
+		if err := c.CheckListeners(); err != nil {
+			t.Fatalf("%v: %v", listeners, err)
+		}
+		sec := c.Security()
+		if sec == nil {
+			t.Fatalf("%v: not secured", listeners)
+		}
+		n := Kind{}.Layout(c)[0]
+		if _, ok := n.Ports[httpsPort]; !ok {
+			t.Fatalf("%v: nsqd has no HTTPS port: %v", listeners, n.Ports)
+		}
+		n.Ports = map[string]int{"client": 4150, "http": 41151, httpsPort: 41152}
+		cmd := strings.Join(Kind{}.Command(c, n), " ")
+		for _, want := range []string{"--https-address=127.0.0.1:41152", "--tls-cert=" + sec.NodeKeyStore(n), "--tls-key=" + sec.NodeKeyStore(n),
+			"--tls-root-ca-file=" + sec.CAFile, "--tls-client-auth-policy=require-verify", "--tls-required=true"} {
+			if !strings.Contains(cmd, want) {
+				t.Errorf("%v: command lacks %q: %s", listeners, want, cmd)
+			}
+		}
+		if got := (Kind{}).MetricsURL(c, n); got != "" {
+			t.Errorf("%v: metrics at %q, which answers only clients with a certificate", listeners, got)
+		}
+		st := local.Status{Nodes: []local.NodeStatus{{Node: *n}}, Listeners: listeners, Bootstrap: []string{"127.0.0.1:4150"}}
+		dc := &workload.DriverConfig{Name: "nsq", Common: workload.Properties{{Key: "tls", Value: "true"}}}
+		if got, want := LocalKind.Endpoints(st, localListener(dc)), []string{"127.0.0.1:41152"}; !slices.Equal(got, want) {
+			t.Errorf("%v: a driver asking for TLS is given %v; want nsqd's HTTPS API %v", listeners, got, want)
+		}
+	}
+	plain := NewLocal(4150, 1)
+	plain.StateDir = t.TempDir()
+	n := Kind{}.Layout(plain)[0]
+	if _, ok := n.Ports[httpsPort]; ok || plain.Security() != nil {
+		t.Errorf("an nsqd not asked for TLS has an HTTPS port or credentials: %v", n.Ports)
+	}
+	if l := localListener(&workload.DriverConfig{Name: "nsq"}); l != "http" {
+		t.Errorf("a driver without TLS connects to %q; want nsqd's HTTP API", l)
+	}
+}
+
 // TestParseLookupdNodes: nsqlookupd's /nodes gives each nsqd's address
 // for clients and TCP port, which Ready compares with the nodes'.
 func TestParseLookupdNodes(t *testing.T) {
