@@ -2,6 +2,7 @@ package nsq
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/pki"
 )
 
 // Version is the NSQ release brokerbench builds and runs.
@@ -41,12 +43,44 @@ func NewLocal(port, brokers int) *local.Cluster {
 // copy elsewhere. nsqd keeps up to 10,000 messages of each topic and
 // channel in memory (its default --mem-queue-size) and writes the rest
 // to its data directory.
+//
+// A secured cluster (one that serves "tls") takes TLS clients alone, each
+// with a certificate of the cluster's authority (see Listeners).
 type Kind struct{}
 
 var (
 	_ local.StartInOrder = Kind{}
 	_ local.Metered      = Kind{}
+	_ local.Securer      = Kind{}
 )
+
+// Listeners implements local.Securer. nsqd has one TCP port, on which
+// each connection may ask for TLS, and an HTTP API; serving "tls", it
+// also serves its HTTPS API (its "tls" port), and requires TLS and a
+// client certificate signed by the cluster's authority of every client
+// (--tls-required, --tls-client-auth-policy=require-verify): its TCP
+// port refuses every command but IDENTIFY to a connection without TLS
+// (the one that asks for it), and its HTTP
+// API answers 403 TLS_REQUIRED, naming the HTTPS port. NSQ has no users
+// of its own (it leaves authentication to an external HTTP server,
+// --auth-http-address, which brokerbench does not run): the certificate
+// is the client's authentication. A secured cluster thus serves no
+// plain client, whether it was asked for "plain,tls" (which a run whose
+// driver config sets tls: true starts) or "tls". nsqlookupd has no TLS:
+// it carries only addresses, never messages, in plain text.
+func (Kind) Listeners() []string { return []string{"plain", "tls"} }
+
+// httpsPort is the key of a secured nsqd's HTTPS API among its ports:
+// the "tls" listener's port, which drivers that connect to it are given
+// (see localEndpoints).
+const httpsPort = "tls"
+
+// secured reports whether c's nsqd serve TLS, and returns its
+// credentials if so.
+func secured(c *local.Cluster) (*local.Security, bool) {
+	sec := c.Security()
+	return sec, sec != nil && c.Serving("tls")
+}
 
 // lookupdNodeID is the id of a cluster's nsqlookupd node, after the
 // nsqd nodes' as Kafka's dedicated controllers' are.
@@ -135,8 +169,8 @@ func Build(ctx context.Context, dir string, pkgs ...string) error {
 // Layout implements local.Kind: one nsqd on 127.0.0.1; or the
 // nsqlookupd node (id 101, on 127.0.2.1), first as it starts first, then
 // nsqd node i on 127.0.1.i. An nsqd's TCP port is the cluster's client
-// port; its HTTP API, and nsqlookupd's listeners, are on ports of their
-// own.
+// port; its HTTP API, its HTTPS API when secured, and nsqlookupd's
+// listeners, are on ports of their own.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	var nodes []*local.Node
 	if c.Brokers > 1 {
@@ -144,8 +178,12 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 			Ports: map[string]int{"lookupd-tcp": 0, "lookupd-http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", lookupdNodeID))})
 	}
 	for i := 1; i <= c.Brokers; i++ {
-		nodes = append(nodes, &local.Node{ID: i, Roles: []string{roleNSQD}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0, "http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
+		n := &local.Node{ID: i, Roles: []string{roleNSQD}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0, "http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		if c.Serving("tls") {
+			n.Ports[httpsPort] = 0
+		}
+		nodes = append(nodes, n)
 	}
 	return nodes
 }
@@ -187,9 +225,11 @@ func lookupdConfig(c *local.Cluster, n *local.Node) string {
 }
 
 // MetricsURL implements local.Metered: an nsqd's statistics, as JSON;
-// none for nsqlookupd, which handles no message.
+// none for nsqlookupd, which handles no message, nor for a secured
+// nsqd, which answers only clients with a certificate, which brokerbench's
+// metrics reader does not present.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
-	if n.HasRole(roleLookupd) {
+	if _, ok := secured(c); n.HasRole(roleLookupd) || ok {
 		return ""
 	}
 	return "http://" + n.Addr("http") + "/stats?format=json"
@@ -207,10 +247,17 @@ func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 }
 
 // nsqdCommand is the command line of the nsqd node n, registered with
-// the nsqlookupd node lookupd unless it is nil.
+// the nsqlookupd node lookupd unless it is nil. Secured, it serves its
+// HTTPS API too and takes TLS clients alone, with a certificate of the
+// cluster's authority (see Listeners); its key and certificate chain
+// are in one PEM file, from which nsqd reads each.
 func nsqdCommand(c *local.Cluster, n, lookupd *local.Node) []string {
 	argv := []string{binary(c.CacheDir, "nsqd"), "--data-path=" + filepath.Join(n.Dir, "data"),
 		"--tcp-address=" + n.Addr("client"), "--http-address=" + n.Addr("http"), "--broadcast-address=" + n.Host}
+	if sec, ok := secured(c); ok {
+		argv = append(argv, "--https-address="+n.Addr(httpsPort), "--tls-cert="+sec.NodeKeyStore(n), "--tls-key="+sec.NodeKeyStore(n),
+			"--tls-root-ca-file="+sec.CAFile, "--tls-client-auth-policy=require-verify", "--tls-required=true", "--tls-min-version=tls1.2")
+	}
 	if lookupd != nil {
 		argv = append(argv, "--lookupd-tcp-address="+lookupd.Addr("lookupd-tcp"))
 	}
@@ -225,17 +272,27 @@ func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) erro
 	if !n.HasRole(roleLookupd) {
 		return nil
 	}
-	return ping(ctx, "nsqlookupd", n.Addr("lookupd-http"))
+	return ping(ctx, http.DefaultClient, "nsqlookupd", "http://"+n.Addr("lookupd-http"))
 }
 
-// Ready implements local.Kind: every nsqd answers /ping, and in a
-// cluster nsqlookupd knows every nsqd (which an nsqd started before it
-// registers with at its next heartbeat, up to 15 s later).
+// Ready implements local.Kind: every nsqd answers /ping (secured, on
+// its HTTPS API, to the cluster's client certificate), and in a cluster
+// nsqlookupd knows every nsqd (which an nsqd started before it registers
+// with at its next heartbeat, up to 15 s later).
 func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
+	hc, scheme, port := http.DefaultClient, "http", "http"
+	if sec, ok := secured(c); ok {
+		cfg, err := clientTLS(sec)
+		if err != nil {
+			return err
+		}
+		hc, scheme, port = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, "https", httpsPort
+		defer hc.CloseIdleConnections()
+	}
 	var want []string
 	for _, n := range c.Nodes() {
 		if n.HasRole(roleNSQD) {
-			if err := ping(ctx, fmt.Sprintf("nsqd node %d", n.ID), n.Addr("http")); err != nil {
+			if err := ping(ctx, hc, fmt.Sprintf("nsqd node %d", n.ID), scheme+"://"+n.Addr(port)); err != nil {
 				return err
 			}
 			want = append(want, n.Addr("client"))
@@ -261,13 +318,29 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	return nil
 }
 
-// ping returns nil once what ("nsqd node 2") answers /ping at addr.
-func ping(ctx context.Context, what, addr string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ping", nil)
+// clientTLS is the TLS of a client of the secured cluster whose
+// credentials are sec: its authority trusted, its client certificate
+// presented.
+func clientTLS(sec *local.Security) (*tls.Config, error) {
+	roots, err := pki.ReadPool(sec.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := pki.ReadKeyStore(sec.ClientKeyStore, pki.TypePEM, "", "")
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, Certificates: []tls.Certificate{cert}}, nil
+}
+
+// ping returns nil once what ("nsqd node 2") answers /ping at base
+// ("http://127.0.0.1:4151"), asked with hc.
+func ping(ctx context.Context, hc *http.Client, what, base string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/ping", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -100,9 +100,57 @@ func TestLocalCluster(t *testing.T) {
 	if want := []string{"127.0.1.1:41151", "127.0.1.2:41152", "127.0.1.3:41153", "nsqlookupd://127.0.2.1:41161"}; !slices.Equal(endpoints, want) {
 		t.Errorf("endpoints %v, want %v", endpoints, want)
 	}
-	cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "test"}, endpoints)
+	cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "test"}, endpoints, nil)
 	if err != nil || len(cfg.nsqds) != 3 || cfg.lookupd != "127.0.2.1:41161" {
 		t.Errorf("a driver given the cluster's endpoints: %+v, %v", cfg, err)
+	}
+}
+
+// TestLocalSecured: an nsqd serving "tls" (asked for as plain,tls or
+// tls alone) serves its HTTPS API on a port of its own, the "tls"
+// listener's, which a driver asking for TLS is given; it requires TLS
+// and a certificate of the cluster's authority of every client; and its
+// metrics, which need a client certificate, are not read.
+func TestLocalSecured(t *testing.T) {
+	for _, listeners := range [][]string{{"plain", "tls"}, {"tls"}} {
+		c := NewLocal(4150, 1)
+		c.StateDir, c.Listeners = t.TempDir(), listeners
+		if err := c.CheckListeners(); err != nil {
+			t.Fatalf("%v: %v", listeners, err)
+		}
+		sec := c.Security()
+		if sec == nil {
+			t.Fatalf("%v: not secured", listeners)
+		}
+		n := Kind{}.Layout(c)[0]
+		if _, ok := n.Ports[httpsPort]; !ok {
+			t.Fatalf("%v: nsqd has no HTTPS port: %v", listeners, n.Ports)
+		}
+		n.Ports = map[string]int{"client": 4150, "http": 41151, httpsPort: 41152}
+		cmd := strings.Join(Kind{}.Command(c, n), " ")
+		for _, want := range []string{"--https-address=127.0.0.1:41152", "--tls-cert=" + sec.NodeKeyStore(n), "--tls-key=" + sec.NodeKeyStore(n),
+			"--tls-root-ca-file=" + sec.CAFile, "--tls-client-auth-policy=require-verify", "--tls-required=true"} {
+			if !strings.Contains(cmd, want) {
+				t.Errorf("%v: command lacks %q: %s", listeners, want, cmd)
+			}
+		}
+		if got := (Kind{}).MetricsURL(c, n); got != "" {
+			t.Errorf("%v: metrics at %q, which answers only clients with a certificate", listeners, got)
+		}
+		st := local.Status{Nodes: []local.NodeStatus{{Node: *n}}, Listeners: listeners, Bootstrap: []string{"127.0.0.1:4150"}}
+		dc := &workload.DriverConfig{Name: "nsq", Common: workload.Properties{{Key: "tls", Value: "true"}}}
+		if got, want := LocalKind.Endpoints(st, localListener(dc)), []string{"127.0.0.1:41152"}; !slices.Equal(got, want) {
+			t.Errorf("%v: a driver asking for TLS is given %v; want nsqd's HTTPS API %v", listeners, got, want)
+		}
+	}
+	plain := NewLocal(4150, 1)
+	plain.StateDir = t.TempDir()
+	n := Kind{}.Layout(plain)[0]
+	if _, ok := n.Ports[httpsPort]; ok || plain.Security() != nil {
+		t.Errorf("an nsqd not asked for TLS has an HTTPS port or credentials: %v", n.Ports)
+	}
+	if l := localListener(&workload.DriverConfig{Name: "nsq"}); l != "http" {
+		t.Errorf("a driver without TLS connects to %q; want nsqd's HTTP API", l)
 	}
 }
 
@@ -136,8 +184,9 @@ func FuzzParseEndpoints(f *testing.F) {
 	f.Add("127.0.1.1:4151,127.0.1.2:4151,nsqlookupd://127.0.2.1:4161")
 	f.Add("nsqlookupd://a:1,nsqlookupd://b:1")
 	f.Add(",nsqlookupd://nsqlookupd://")
+	f.Add("https://127.0.1.1:4152,https://,nsqlookupd://https://a:1")
 	f.Fuzz(func(t *testing.T, list string) {
-		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","))
+		cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "fuzz"}, strings.Split(list, ","), nil)
 		if err != nil {
 			return
 		}
@@ -149,6 +198,9 @@ func FuzzParseEndpoints(f *testing.F) {
 			taken = append(taken, cfg.lookupd)
 		}
 		for _, a := range cfg.nsqds {
+			if strings.HasPrefix(a, httpsScheme) && cfg.tls == nil {
+				t.Errorf("endpoints %q: nsqd %q reached without TLS", list, a)
+			}
 			if strings.HasPrefix(a, lookupdScheme) {
 				t.Errorf("endpoints %q: nsqlookupd taken as an nsqd, %q", list, a)
 			}

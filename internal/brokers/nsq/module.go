@@ -18,7 +18,8 @@ var LocalKind = &brokers.Local{Kind: "nsq", Port: 4150, New: NewLocal, MaxNodes:
 	Endpoints: localEndpoints,
 	Help: "NSQ (nsq) is nsqd and nsqlookupd, built from the Go module proxy (needs the Go toolchain): one " +
 		"nsqd on 127.0.0.1:4150, its HTTP API on a port of its own; --brokers N: nsqd i on 127.0.1.i, each " +
-		"registered with one nsqlookupd on 127.0.2.1. nsqd nodes do not replicate: a message lives on the node it was published to.",
+		"registered with one nsqlookupd on 127.0.2.1. nsqd nodes do not replicate: a message lives on the node it was published to. " +
+		"--security plain,tls: every nsqd takes TLS clients with the cluster's client certificate alone, its HTTPS API on the tls port (nsqlookupd stays plain).",
 }
 
 func init() {
@@ -37,19 +38,31 @@ func init() {
 }
 
 // localListener names the listener of a local nsqd the driver reaches:
-// its HTTP API, from which it learns the TCP port.
-func localListener(*workload.DriverConfig) string { return "http" }
+// "tls" when its config asks for TLS, which a secured cluster serves
+// (its HTTPS API, see localEndpoints); else its HTTP API. From either it
+// learns the TCP port.
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "tls"
+	}
+	return "http"
+}
 
 // localEndpoints are the addresses a driver is given of a running local
-// cluster: every nsqd's HTTP API, then nsqlookupd's, if it has one,
-// marked as such.
-func localEndpoints(st local.Status, _ string) []string {
+// cluster, whose listener it connects to: every nsqd's HTTPS API for
+// "tls", else its HTTP API; then nsqlookupd's, if it has one, marked as
+// such (plain HTTP: nsqlookupd has no TLS).
+func localEndpoints(st local.Status, listener string) []string {
+	port := "http"
+	if listener == "tls" {
+		port = httpsPort
+	}
 	var addrs []string
 	var lookupd string
 	for _, n := range st.Nodes {
 		switch {
 		case n.HasRole(roleNSQD):
-			addrs = append(addrs, n.Addr("http"))
+			addrs = append(addrs, n.Addr(port))
 		case n.HasRole(roleLookupd):
 			lookupd = lookupdScheme + n.Addr("lookupd-http")
 		}

@@ -20,6 +20,7 @@ package nsq
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,17 +39,28 @@ import (
 	gonsq "github.com/nsqio/go-nsq"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/pki"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
+func init() {
+	for k, v := range driver.TLSDefaults {
+		settings["common"][k] = v
+	}
+}
+
 // settings are the driver's settings by section, with their defaults.
+// commonConfig takes driver.TLSDefaults too: with tls, the nsqd
+// addresses name their HTTPS API.
 var settings = map[string]map[string]string{
 	"common": {
-		// Every nsqd's HTTP API, comma-separated, and nsqlookupd's ("":
-		// consumers connect to every nsqd directly).
+		// Every nsqd's HTTP API (its HTTPS API with tls, or written
+		// https://HOST:PORT), comma-separated, and nsqlookupd's, always
+		// plain HTTP ("": consumers connect to every nsqd directly).
 		"nsqdHttpAddress": "127.0.0.1:4151", "lookupdHttpAddress": "",
-		// OMB's NSQ driver file: nsqd's host (its HTTP API on 4151), and
-		// nsqlookupd's (its HTTP API on 4161).
+		// OMB's NSQ driver file: nsqd's host (its HTTP API on 4151, its
+		// HTTPS API on 4152 with tls), and nsqlookupd's (its HTTP API on
+		// 4161).
 		"nsqdHost": "", "lookupHost": "",
 	},
 	"consumer": {
@@ -64,9 +76,28 @@ var settings = map[string]map[string]string{
 // nsqd's.
 const lookupdScheme = "nsqlookupd://"
 
+// httpsScheme marks an nsqd address as its HTTPS API, which turns TLS on
+// as tls: true does.
+const httpsScheme = "https://"
+
+// NSQ's usual ports of nsqd's HTTP and HTTPS APIs and of nsqlookupd's
+// HTTP API, which OMB's nsqdHost and lookupHost imply.
+const (
+	nsqdHTTPPort    = "4151"
+	nsqdHTTPSPort   = "4152"
+	lookupdHTTPPort = "4161"
+)
+
+// secretKeys are settings that never reach an output.
+var secretKeys = []string{"tlsTrustStorePassword", "tlsKeyStorePassword"}
+
 type config struct {
-	nsqds               []string // every nsqd's HTTP address
-	lookupd             string   // nsqlookupd's HTTP address; "": none
+	nsqds   []string // every nsqd's HTTP (or, with tls, HTTPS) address, host:port
+	lookupd string   // nsqlookupd's HTTP address; "": none
+	// tls, when not nil, is the TLS of every connection to nsqd: its
+	// HTTPS API and its TCP port (TLS negotiated when connecting);
+	// nsqlookupd has no TLS.
+	tls                 *tls.Config
 	maxInFlight         int
 	outputBufferSize    int // -1: none
 	outputBufferTimeout time.Duration
@@ -74,16 +105,23 @@ type config struct {
 }
 
 // parseConfig validates every setting of dc. endpoints, when given,
-// replace the config's addresses: nsqd HTTP addresses, and at most one
-// nsqlookupd HTTP address marked with lookupdScheme.
-func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error) {
+// replace the config's addresses: nsqd HTTP (or HTTPS) addresses, and at
+// most one nsqlookupd HTTP address marked with lookupdScheme. local, if
+// set, are the credentials of a local cluster brokerbench secured: with
+// TLS on, its authority is trusted and its client certificate presented
+// when the config gives no trust or key store.
+func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Credentials) (*config, error) {
 	s := driver.ParseSettings(dc, "NSQ", settings)
 	c := &config{nsqds: splitList(s.String("common", "nsqdHttpAddress")), lookupd: s.String("common", "lookupdHttpAddress")}
 	if h := s.String("common", "nsqdHost"); h != "" {
-		c.nsqds = []string{net.JoinHostPort(h, "4151")}
+		port := nsqdHTTPPort
+		if s.Bool("common", "tls") {
+			port = nsqdHTTPSPort
+		}
+		c.nsqds = []string{net.JoinHostPort(h, port)}
 	}
 	if h := s.String("common", "lookupHost"); h != "" {
-		c.lookupd = net.JoinHostPort(h, "4161")
+		c.lookupd = net.JoinHostPort(h, lookupdHTTPPort)
 	}
 	var errs []error
 	if len(endpoints) > 0 {
@@ -103,15 +141,32 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if len(c.nsqds) == 0 {
 		errs = append(errs, fmt.Errorf("%s: the NSQ driver needs the HTTP address of at least one nsqd; got only nsqlookupd's", dc.Source))
 	}
-	for _, a := range c.nsqds {
-		if err := checkHostPort(a); err != nil {
+	https := 0
+	for i, a := range c.nsqds {
+		if addr, ok := strings.CutPrefix(a, httpsScheme); ok {
+			c.nsqds[i] = addr
+			https++
+		}
+		if err := checkHostPort(c.nsqds[i]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: nsqd HTTP address %q: %w", dc.Source, a, err))
 		}
+	}
+	if https > 0 && https < len(c.nsqds) {
+		errs = append(errs, fmt.Errorf("%s: %d of the %d nsqd addresses are written %sHOST:PORT: the driver reaches every nsqd over HTTPS or none; write them all so, or set tls: true and give every nsqd's HTTPS address",
+			dc.Source, https, len(c.nsqds), httpsScheme))
 	}
 	if c.lookupd != "" {
 		if err := checkHostPort(c.lookupd); err != nil {
 			errs = append(errs, fmt.Errorf("%s: nsqlookupd HTTP address %q: %w", dc.Source, c.lookupd, err))
 		}
+	}
+	if c.tls = driver.ClientTLS(s, https > 0, local); c.tls != nil && len(c.tls.Certificates) == 0 && local != nil && local.CertFile != "" {
+		// A secured local nsqd authenticates clients by their certificate.
+		cert, err := pki.ReadKeyStore(local.CertFile, pki.TypePEM, "", "")
+		if err != nil {
+			s.Fail("common", "tlsKeyStore", "the local cluster's client certificate: %v", err)
+		}
+		c.tls.Certificates = []tls.Certificate{cert}
 	}
 	c.maxInFlight = s.Int("consumer", "maxInFlight", 1)
 	if c.outputBufferSize = s.Int("consumer", "outputBufferSize", -1); c.outputBufferSize >= 0 && c.outputBufferSize < 64 {
@@ -121,9 +176,14 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string) (*config, error)
 	if err := errors.Join(append(errs, s.Err())...); err != nil {
 		return nil, err
 	}
-	c.effective = s.Effective("nsqdHttpAddress", "lookupdHttpAddress", "nsqdHost", "lookupHost")
+	c.effective = s.Effective(append([]string{"nsqdHttpAddress", "lookupdHttpAddress", "nsqdHost", "lookupHost"}, secretKeys...)...)
 	c.effective["common"] = append(workload.Properties{{Key: "nsqdHttpAddress", Value: strings.Join(c.nsqds, ",")},
 		{Key: "lookupdHttpAddress", Value: c.lookupd}}, c.effective["common"]...)
+	for i, p := range c.effective["common"] {
+		if p.Key == "tls" {
+			c.effective["common"][i].Value = strconv.FormatBool(c.tls != nil) // an https:// address turns it on
+		}
+	}
 	return c, nil
 }
 
@@ -182,12 +242,12 @@ var (
 
 // New validates dc; the nsqd nodes are reached on first use.
 func New(dc *workload.DriverConfig, opts driver.Options) (driver.Driver, error) {
-	cfg, err := parseConfig(dc, opts.Endpoints)
+	cfg, err := parseConfig(dc, opts.Endpoints, opts.Credentials)
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, opts: opts,
-		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: opts.Dial}}}
+		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: opts.Dial, TLSClientConfig: cfg.tls}}}
 	for _, addr := range cfg.nsqds {
 		d.nodes = append(d.nodes, &nsqd{httpAddr: addr})
 	}
@@ -210,16 +270,24 @@ func notFound(err error) bool {
 	return errors.As(err, &e) && e.status == http.StatusNotFound
 }
 
-// call sends an HTTP request to the API of the nsqd at addr and decodes
-// a JSON answer into out, when out is not nil.
+// call sends an HTTP request to the API of the nsqd at addr, over HTTPS
+// when the driver has TLS, and decodes a JSON answer into out, when out
+// is not nil.
 func (d *Driver) call(ctx context.Context, addr, method, path string, query url.Values, out any) error {
-	u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: query.Encode()}
+	scheme := "http"
+	if d.cfg.tls != nil {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: addr, Path: path, RawQuery: query.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return err
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
+		if advice := tlsAdvice(err); advice != "" {
+			return driver.Refused(fmt.Errorf("nsqd at %s: %w: %s", addr, err, advice))
+		}
 		return fmt.Errorf("nsqd at %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
@@ -228,11 +296,19 @@ func (d *Driver) call(ctx context.Context, addr, method, path string, query url.
 		return fmt.Errorf("nsqd at %s: %w", addr, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Message string }
+		var e struct {
+			Message   string
+			HTTPSPort int `json:"https_port"`
+		}
 		if json.Unmarshal(body, &e) != nil || e.Message == "" {
 			e.Message = strings.TrimSpace(string(body))
 		}
-		return fmt.Errorf("nsqd at %s: %w", addr, &apiError{status: resp.StatusCode, message: e.Message})
+		err := fmt.Errorf("nsqd at %s: %w", addr, &apiError{status: resp.StatusCode, message: e.Message})
+		if resp.StatusCode == http.StatusForbidden && e.Message == "TLS_REQUIRED" {
+			return driver.Refused(fmt.Errorf("%w: it takes TLS clients only: set tls: true in commonConfig and give its HTTPS API (port %d) as its address, "+
+				"with its authority in tlsTrustStore and, if it checks clients' certificates, one in tlsKeyStore", err, e.HTTPSPort))
+		}
+		return err
 	}
 	if out == nil {
 		return nil
@@ -281,6 +357,11 @@ func (d *Driver) tcp(ctx context.Context, n *nsqd) (string, error) {
 	if err := d.call(ctx, n.httpAddr, http.MethodGet, "/info", nil, &in); err != nil {
 		return "", err
 	}
+	if d.cfg.tls == nil {
+		if err := d.plainTCP(ctx, n); err != nil {
+			return "", err
+		}
+	}
 	host, _, err := net.SplitHostPort(n.httpAddr)
 	if err != nil {
 		return "", fmt.Errorf("nsqdHttpAddress %q: %w", n.httpAddr, err)
@@ -290,6 +371,22 @@ func (d *Driver) tcp(ctx context.Context, n *nsqd) (string, error) {
 	}
 	n.tcpAddr = net.JoinHostPort(host, strconv.Itoa(in.TCPPort))
 	return n.tcpAddr, nil
+}
+
+// plainTCP returns an error if node n requires TLS on its TCP port
+// (--tls-required=tcp-https serves its HTTP API in plain text still): a
+// plain connection is refused every command there, and go-nsq v1.1.0's
+// producer panics on the error nsqd answers its first NOP with.
+func (d *Driver) plainTCP(ctx context.Context, n *nsqd) error {
+	var required int
+	if err := d.call(ctx, n.httpAddr, http.MethodGet, "/config/tls_required", nil, &required); err != nil {
+		return err
+	}
+	if required != 0 {
+		return driver.Refused(fmt.Errorf("nsqd at %s takes TLS clients only on its TCP port (--tls-required): set tls: true in commonConfig and give its HTTPS API as its address, "+
+			"with its authority in tlsTrustStore and, if it checks clients' certificates, one in tlsKeyStore", n.httpAddr))
+	}
+	return nil
 }
 
 // validName is what nsqd accepts as a topic or channel name.
@@ -372,9 +469,41 @@ func (d *Driver) EffectiveConfig() map[string]workload.Properties { return d.cfg
 // Close implements driver.Driver.
 func (d *Driver) Close() { d.http.CloseIdleConnections() }
 
-// clientConfig is go-nsq's configuration for the driver's connections.
-func clientConfig() *gonsq.Config {
+// tlsAdvice says what to check when err is a failed TLS handshake with
+// nsqd, the server's certificate or the client's; "" for other errors.
+// go-nsq keeps only the message of its connections' errors, which is
+// read when the error itself is not there.
+func tlsAdvice(err error) string {
+	if advice := driver.TLSAdvice(err); advice != "" {
+		return advice + " (tlsTrustStore, tlsVerifyHostname, tls)"
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "remote error: tls:") && strings.Contains(msg, "certificate"):
+		return "nsqd refused the client's certificate or wanted one (its --tls-client-auth-policy): give a key store holding a certificate its --tls-root-ca-file signed (tlsKeyStore)"
+	case strings.Contains(msg, "x509:"):
+		return "nsqd's certificate was not accepted: give a trust store holding its authority, and connect by a name it holds (tlsTrustStore, tlsVerifyHostname)"
+	}
+	return ""
+}
+
+// clientConfig is go-nsq's configuration for the driver's connections:
+// with TLS, each connection asks nsqd for it when it connects (go-nsq's
+// IDENTIFY tls_v1), and handshakes counts those that got it.
+func (d *Driver) clientConfig(handshakes *atomic.Int64) *gonsq.Config {
 	c := gonsq.NewConfig()
+	if d.cfg.tls != nil {
+		c.TlsV1, c.TlsConfig = true, d.cfg.tls.Clone()
+		verify := c.TlsConfig.VerifyConnection
+		c.TlsConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+			if verify != nil {
+				if err := verify(cs); err != nil {
+					return err
+				}
+			}
+			handshakes.Add(1)
+			return nil
+		}
+	}
 	c.DialTimeout = 5 * time.Second
 	// Never drop a message however often it was redelivered (go-nsq
 	// finishes it unread after 5 attempts by default).
@@ -398,18 +527,33 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	if err != nil {
 		return nil, err
 	}
-	np, err := gonsq.NewProducer(addr, clientConfig())
+	var handshakes atomic.Int64
+	np, err := gonsq.NewProducer(addr, d.clientConfig(&handshakes))
 	if err != nil {
 		return nil, err
 	}
 	np.SetLogger(silent, gonsq.LogLevelError)
 	if err := np.Ping(); err != nil {
 		np.Stop()
+		if advice := tlsAdvice(err); advice != "" {
+			return nil, driver.Refused(fmt.Errorf("nsqd at %s: %w: %s", addr, err, advice))
+		}
 		return nil, fmt.Errorf("nsqd at %s: %w", addr, err)
+	}
+	if d.cfg.tls != nil && handshakes.Load() == 0 {
+		np.Stop()
+		return nil, errNoTLS("nsqd at " + addr)
 	}
 	p := &producer{np: np, topic: spec.Topic, ack: ack, done: make(chan *gonsq.ProducerTransaction, max(1, spec.MaxInFlight)), acked: make(chan struct{})}
 	go p.acknowledge()
 	return p, nil
+}
+
+// errNoTLS is the error of connections that asked nsqd for TLS and were
+// answered in plain text, where go-nsq would carry on without it; who
+// names the nsqd ("nsqd at 127.0.0.1:4150", "1 of 3 nsqd").
+func errNoTLS(who string) error {
+	return driver.Refused(fmt.Errorf("%s did not take TLS on the TCP port (go-nsq would have carried on in plain text): start nsqd with --tls-cert and --tls-key, or set tls: false", who))
 }
 
 // producer publishes to one topic over one connection.
@@ -538,7 +682,8 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := errors.Join(d.callEach(ctx, http.MethodPost, "/channel/create", url.Values{"topic": {spec.Topic}, "channel": {spec.Subscription}})...); err != nil {
 		return nil, fmt.Errorf("create channel %q of topic %q: %w", spec.Subscription, spec.Topic, err)
 	}
-	cfg := clientConfig()
+	c := &consumer{consume: consume, maxInFlight: d.cfg.maxInFlight, nodes: len(d.nodes), tls: d.cfg.tls != nil}
+	cfg := d.clientConfig(&c.handshakes)
 	cfg.MaxInFlight = d.cfg.maxInFlight
 	cfg.OutputBufferSize, cfg.OutputBufferTimeout = int64(d.cfg.outputBufferSize), d.cfg.outputBufferTimeout
 	nc, err := gonsq.NewConsumer(spec.Topic, spec.Subscription, cfg)
@@ -546,7 +691,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		return nil, err
 	}
 	nc.SetLogger(silent, gonsq.LogLevelError)
-	c := &consumer{nc: nc, consume: consume, maxInFlight: d.cfg.maxInFlight, nodes: len(d.nodes)}
+	c.nc = nc
 	nc.AddHandler(c)
 	if d.cfg.lookupd != "" {
 		err = nc.ConnectToNSQLookupd(d.cfg.lookupd)
@@ -555,7 +700,11 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	}
 	if err != nil {
 		nc.Stop()
-		return nil, fmt.Errorf("subscribe channel %q of topic %q at %s: %w", spec.Subscription, spec.Topic, strings.Join(d.cfg.nsqds, ","), err)
+		err = fmt.Errorf("subscribe channel %q of topic %q at %s: %w", spec.Subscription, spec.Topic, strings.Join(d.cfg.nsqds, ","), err)
+		if advice := tlsAdvice(err); advice != "" {
+			return nil, driver.Refused(fmt.Errorf("%w: %s", err, advice))
+		}
+		return nil, err
 	}
 	return c, nil
 }
@@ -567,7 +716,11 @@ type consumer struct {
 	consume     driver.ConsumeFunc
 	maxInFlight int
 	nodes       int // the nsqd nodes it connects to
-	delivery    driver.Delivery
+	// tls says the connections ask for TLS; handshakes counts those
+	// that got it.
+	tls        bool
+	handshakes atomic.Int64
+	delivery   driver.Delivery
 	// mu guards closed: no ConsumeFunc call once Close returned.
 	mu      sync.Mutex
 	closed  bool
@@ -597,7 +750,7 @@ const readyPoll = 10 * time.Millisecond
 // every nsqd (through nsqlookupd, those it knows have the topic, which
 // takes a poll of it when a registration came late). The channel exists
 // on every nsqd once NewConsumer returns, so nothing published is
-// missed meanwhile.
+// missed meanwhile. With TLS, every connection must have got it.
 func (c *consumer) Ready(ctx context.Context) error {
 	for c.nc.Stats().Connections < c.nodes {
 		select {
@@ -605,6 +758,9 @@ func (c *consumer) Ready(ctx context.Context) error {
 			return fmt.Errorf("connected to %d of %d nsqd nodes: %w", c.nc.Stats().Connections, c.nodes, ctx.Err())
 		case <-time.After(readyPoll):
 		}
+	}
+	if n := c.handshakes.Load(); c.tls && n < int64(c.nodes) {
+		return errNoTLS(fmt.Sprintf("%d of %d nsqd", int64(c.nodes)-n, c.nodes))
 	}
 	return ctx.Err()
 }

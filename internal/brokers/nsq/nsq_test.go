@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/pki"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -64,7 +67,7 @@ func TestOMBDriverFile(t *testing.T) {
 	if dc.Name != "nsq" {
 		t.Fatalf("OMB's class maps to driver %q; want nsq", dc.Name)
 	}
-	cfg, err := parseConfig(dc, nil)
+	cfg, err := parseConfig(dc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "d.yaml", Common: c.common, Consumer: c.consumer}, c.endpoints)
+			cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "d.yaml", Common: c.common, Consumer: c.consumer}, c.endpoints, nil)
 			switch {
 			case c.err != "":
 				if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -209,4 +212,102 @@ func TestCheck(t *testing.T) {
 func TestOMBDriverFileRuns(t *testing.T) {
 	c := server.Get(t).Cluster
 	omblayout.Run(t, "driver-nsq/nsq.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
+}
+
+// TestTLSSettings: the TLS settings every driver takes, an https://
+// address, OMB's nsqdHost with TLS, and a secured local cluster's
+// credentials.
+func TestTLSSettings(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.NewAuthority("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, keyStore := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem")
+	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue("client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := leaf.KeyStorePEM(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyStore, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prop := func(kv ...string) workload.Properties {
+		var ps workload.Properties
+		for i := 0; i < len(kv); i += 2 {
+			ps = append(ps, workload.Property{Key: kv[i], Value: kv[i+1], File: "d.yaml", Line: 3})
+		}
+		return ps
+	}
+	localCreds := &driver.Credentials{CAFile: caFile, CertFile: keyStore, KeyFile: keyStore}
+	cases := []struct {
+		name      string
+		common    workload.Properties
+		endpoints []string
+		local     *driver.Credentials
+		nsqds     []string // the nsqd addresses used
+		tls       bool     // whether the driver connects over TLS
+		certs     int      // client certificates presented
+		err       string   // a part of the error; "" for none
+	}{
+		// Without tls, plain HTTP and TCP, even to a secured local
+		// cluster (which then refuses the driver).
+		{name: "plain", endpoints: []string{"a:1"}, local: localCreds, nsqds: []string{"a:1"}},
+		// tls: true, the system's authorities, no client certificate.
+		{name: "tls", common: prop("tls", "true"), endpoints: []string{"a:4152"}, nsqds: []string{"a:4152"}, tls: true},
+		// https:// addresses turn TLS on, and are reached without it.
+		{name: "https addresses", endpoints: []string{"https://a:4152", "https://b:4152", "nsqlookupd://l:4161"}, nsqds: []string{"a:4152", "b:4152"}, tls: true},
+		// Every nsqd over HTTPS or none.
+		{name: "mixed https", endpoints: []string{"https://a:4152", "b:4151"}, err: "every nsqd over HTTPS or none"},
+		// OMB's nsqdHost names NSQ's HTTPS port 4152 with TLS.
+		{name: "nsqdHost with tls", common: prop("nsqdHost", "h", "tls", "true"), nsqds: []string{"h:4152"}, tls: true},
+		// A trust store and a key store given in the config.
+		{name: "stores", common: prop("tls", "true", "tlsTrustStore", caFile, "tlsKeyStore", keyStore), endpoints: []string{"a:4152"}, nsqds: []string{"a:4152"}, tls: true, certs: 1},
+		// A secured local cluster's client certificate is presented.
+		{name: "local", common: prop("tls", "true"), endpoints: []string{"a:4152"}, local: localCreds, nsqds: []string{"a:4152"}, tls: true, certs: 1},
+		// A trust store that is not there is refused at its line.
+		{name: "missing trust store", common: prop("tls", "true", "tlsTrustStore", filepath.Join(dir, "none.pem")), err: "d.yaml:3"},
+		// A key store that holds no key is refused at its line.
+		{name: "key store without key", common: prop("tls", "true", "tlsKeyStore", caFile), err: "tlsKeyStore"},
+		// nsqlookupd has no TLS: an https:// nsqlookupd is refused.
+		{name: "https nsqlookupd", endpoints: []string{"a:1", "nsqlookupd://https://l:4161"}, err: "nsqlookupd HTTP address"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseConfig(&workload.DriverConfig{Name: "nsq", Source: "d.yaml", Common: c.common}, c.endpoints, c.local)
+			switch {
+			case c.err != "":
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("error %v; want one containing %q", err, c.err)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.nsqds, c.nsqds) || (cfg.tls != nil) != c.tls {
+				t.Fatalf("nsqd %q, TLS %v; want %q, %v", cfg.nsqds, cfg.tls != nil, c.nsqds, c.tls)
+			}
+			if cfg.tls != nil && len(cfg.tls.Certificates) != c.certs {
+				t.Errorf("%d client certificates; want %d", len(cfg.tls.Certificates), c.certs)
+			}
+			tlsSaid := ""
+			for _, p := range cfg.effective["common"] {
+				if strings.Contains(p.Key, "Password") {
+					t.Errorf("effective config shows %s", p.Key)
+				}
+				if p.Key == "tls" {
+					tlsSaid = p.Value
+				}
+			}
+			if tlsSaid != strconv.FormatBool(c.tls) {
+				t.Errorf("effective config says tls %q; want %v", tlsSaid, c.tls)
+			}
+		})
+	}
 }
