@@ -163,13 +163,19 @@ func (l *Lazy) Get(t testing.TB) *Broker {
 	return l.b
 }
 
+// Stop stops the broker if one was started: a cleanup for Main, when a
+// package's tests have a second lazy broker.
+func (l *Lazy) Stop() {
+	if l.b != nil {
+		l.b.Stop()
+	}
+}
+
 // Main is a TestMain body: it runs the tests, stops the broker if one was
 // started, and runs the cleanups.
 func (l *Lazy) Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
-	if l.b != nil {
-		l.b.Stop()
-	}
+	l.Stop()
 	for _, c := range cleanups {
 		c()
 	}

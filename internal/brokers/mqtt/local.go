@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,12 @@ func NewLocal(port, brokers int) *local.Cluster {
 // and when it stops; it queues up to a million QoS 1 and 2 messages per
 // session and bounds no client's messages in flight. It publishes $SYS
 // every second.
+//
+// Unsecured, it lets clients in anonymously. Secured (its listeners
+// "plain" and "tls"), every listener asks for the user brokerbench and
+// the cluster's password, from a password file made with
+// mosquitto_passwd, and the "tls" listener serves TLS with the node's
+// certificate.
 //
 // Debian's package may start a mosquitto service of its own on port
 // 1883: brokerbench's server is another process, on a port found free,
@@ -73,15 +80,23 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return local.AptInstall(ctx, "mosquitto", mosquittoBinary, logf)
 }
 
-// Layout implements local.Kind: one server, its clients on one port.
+// Listeners implements local.Securer: plain connections, and TLS on a
+// port of its own.
+func (Kind) Listeners() []string { return []string{"plain", "tls"} }
+
+// Layout implements local.Kind: one server, with a port per listener.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
-	return []*local.Node{{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),
-		Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, "node-1")}}
+	n := &local.Node{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),
+		Ports: map[string]int{}, Dir: filepath.Join(c.StateDir, "node-1")}
+	for _, l := range c.ServedListeners() {
+		n.Ports[c.ListenerKey(l)] = 0
+	}
+	return []*local.Node{n}
 }
 
 // Configure implements local.Kind: the one server's config (its module
 // declares one node and no links, so package brokers refuses more before
-// a cluster starts).
+// a cluster starts), and, secured, its password file.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	n := c.Nodes()[0]
 	data := filepath.Join(n.Dir, "data") + string(filepath.Separator)
@@ -89,7 +104,24 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by brokerbench.\nper_listener_settings false\nlistener %d %s\nprotocol mqtt\nallow_anonymous true\n", n.Ports["client"], n.Host)
+	b.WriteString("# Written by brokerbench.\nper_listener_settings false\n")
+	if c.Serving("plain") {
+		fmt.Fprintf(&b, "listener %d %s\nprotocol mqtt\n", n.Ports[c.ListenerKey("plain")], n.Host)
+	}
+	if sec := c.Security(); sec == nil {
+		b.WriteString("allow_anonymous true\n")
+	} else {
+		if c.Serving("tls") {
+			// The key store holds the key and the chain; Mosquitto reads
+			// the certificates of the one and the key of the other.
+			fmt.Fprintf(&b, "listener %d %s\nprotocol mqtt\ncertfile %s\nkeyfile %[3]s\n", n.Ports[c.ListenerKey("tls")], n.Host, sec.NodeKeyStore(n))
+		}
+		passwd := n.ConfigFile("passwd")
+		if err := writePasswordFile(ctx, passwd, sec); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "allow_anonymous false\npassword_file %s\n", passwd)
+	}
 	fmt.Fprintf(&b, "persistence true\npersistence_location %s\nautosave_interval 60\nlog_dest stdout\nsys_interval 1\n", data)
 	b.WriteString("max_queued_messages 1000000\nmax_inflight_messages 0\n")
 	if os.Geteuid() == 0 {
@@ -100,10 +132,60 @@ func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	return os.WriteFile(n.ConfigFile("mosquitto.conf"), []byte(b.String()), 0o644)
 }
 
+// writePasswordFile writes Mosquitto's password file for the secured
+// cluster's user: the password in plain text, readable by its owner
+// alone, then hashed in place by mosquitto_passwd -U, so that the
+// password is on no command line.
+func writePasswordFile(ctx context.Context, file string, sec *local.Security) error {
+	pw, err := sec.Password()
+	if err != nil {
+		return err
+	}
+	tool, err := passwdTool()
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(file) // a file left by an earlier start keeps its mode on WriteFile
+	if err := os.WriteFile(file, []byte(sec.Username+":"+pw+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write Mosquitto's password file: %w", err)
+	}
+	if out, err := exec.CommandContext(ctx, tool, "-U", file).CombinedOutput(); err != nil {
+		_ = os.Remove(file)
+		return fmt.Errorf("hash Mosquitto's password file %s with %s -U: %w\n%s", file, tool, err, local.LastLines(string(out), 10))
+	}
+	return nil
+}
+
+// passwdTool returns mosquitto_passwd, which Debian's mosquitto package
+// installs beside the server.
+func passwdTool() (string, error) {
+	if bin, err := exec.LookPath("mosquitto_passwd"); err == nil {
+		return bin, nil
+	}
+	const debian = "/usr/bin/mosquitto_passwd"
+	if _, err := os.Stat(debian); err == nil {
+		return debian, nil
+	}
+	return "", fmt.Errorf("%w: mosquitto_passwd, which makes a secured Mosquitto's password file, is not installed: install it (Debian: apt-get install mosquitto)", local.ErrPrerequisite)
+}
+
 // MetricsURL implements local.Metered: the server itself, read on its
-// $SYS topics.
+// $SYS topics over its client port; secured, as the cluster's user with
+// the password in the cluster's password file (see readSys), over TLS
+// when that port serves TLS.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
-	return "mqtt://" + n.Addr("client")
+	sec := c.Security()
+	if sec == nil {
+		return "mqtt://" + n.Addr("client")
+	}
+	u := url.URL{Scheme: "mqtt", User: url.User(sec.Username), Host: n.Addr("client")}
+	q := url.Values{"passwordFile": {sec.PasswordFile}}
+	if !c.Serving("plain") {
+		u.Scheme = "mqtts"
+		q.Set("caFile", sec.CAFile)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Command implements local.Kind.
@@ -115,9 +197,21 @@ func (Kind) Command(c *local.Cluster, n *local.Node) []string {
 	return []string{bin, "-c", n.ConfigFile("mosquitto.conf")}
 }
 
-// Ready implements local.Kind: the server accepts an MQTT 5 connection.
+// Ready implements local.Kind: the server accepts an MQTT 5 connection
+// on its client port, secured with the cluster's user and password.
 func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
-	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "local"}, driver.Options{Endpoints: []string{c.Nodes()[0].Addr("client")}})
+	opts := driver.Options{Endpoints: []string{"mqtt://" + c.Nodes()[0].Addr("client")}}
+	if sec := c.Security(); sec != nil {
+		pw, err := sec.Password()
+		if err != nil {
+			return err
+		}
+		opts.Credentials = &driver.Credentials{CAFile: sec.CAFile, Username: sec.Username, Password: pw}
+		if !c.Serving("plain") {
+			opts.Endpoints = []string{"mqtts://" + c.Nodes()[0].Addr("client")}
+		}
+	}
+	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "local"}, opts)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,14 @@ package mqtt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -52,11 +55,33 @@ func ParseSys(topics map[string][]byte) (counters, gauges map[string]float64, er
 	return counters, gauges, nil
 }
 
-// readSys implements brokermetrics.Reader for an MQTT server at url
-// (mqtt://host:port): the values it retains on $SYS/broker/#, read over
-// one connection.
-func readSys(ctx context.Context, _ *http.Client, url string) (counters, gauges map[string]float64, err error) {
-	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: url}, driver.Options{Endpoints: []string{url}})
+// readSys implements brokermetrics.Reader for an MQTT server at rawURL,
+// mqtt://host:port or mqtts://host:port: the values it retains on
+// $SYS/broker/#, read over one connection. A secured local server's URL
+// (Kind.MetricsURL) names its user and where its password and authority
+// are, never the password itself:
+// mqtt://USER@host:port?passwordFile=FILE[&caFile=FILE].
+func readSys(ctx context.Context, _ *http.Client, rawURL string) (counters, gauges map[string]float64, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("MQTT $SYS: %w", err)
+	}
+	var opts driver.Options
+	if u.User != nil {
+		if _, set := u.User.Password(); set {
+			return nil, nil, fmt.Errorf("MQTT $SYS at %s: give the password in a file (?passwordFile=FILE), not in the URL", u.Host)
+		}
+		q := u.Query()
+		sec := local.Security{PasswordFile: q.Get("passwordFile")}
+		pw, err := sec.Password()
+		if err != nil {
+			return nil, nil, fmt.Errorf("MQTT $SYS at %s: %w", u.Host, err)
+		}
+		opts.Credentials = &driver.Credentials{CAFile: q.Get("caFile"), Username: u.User.Username(), Password: pw}
+	}
+	server := u.Scheme + "://" + u.Host
+	opts.Endpoints = []string{server}
+	d, err := New(&workload.DriverConfig{Name: "mqtt", Source: server}, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -23,7 +24,11 @@ import (
 // own, when the first test that needs it asks.
 var server = testbroker.NewLazyLocal("mosquitto", 29883)
 
-func TestMain(m *testing.M) { server.Main(m) }
+// secured is a second server, secured (its "plain" and "tls"
+// listeners), for the tests of its security alone.
+var secured = testbroker.NewLazyLocalWith("mosquitto", 29884, func(c *local.Cluster) { c.Listeners = []string{"plain", "tls"} })
+
+func TestMain(m *testing.M) { server.Main(m, secured.Stop) }
 
 // TestConformance: the MQTT driver passes the driver contract's
 // conformance suite against a real Mosquitto, at QoS 1.
@@ -183,4 +188,78 @@ func TestCheck(t *testing.T) {
 func TestOMBDriverFileRuns(t *testing.T) {
 	c := server.Get(t).Cluster
 	omblayout.Run(t, "driver-mqtt5/mqtt5.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
+}
+
+// TestSecurity: a secured server lets in the cluster's user with its
+// password, on its plain listener and over TLS with its authority
+// trusted; anonymous clients and a wrong password are refusals that say
+// what to check; its metrics are read logged in; its password file holds
+// no password in plain text.
+func TestSecurity(t *testing.T) {
+	c := secured.Get(t).Cluster
+	sec := c.Security()
+	pw, err := sec.Password()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// version connects to listener as the driver config common says,
+	// with the cluster's credentials when creds.
+	version := func(listener string, common workload.Properties, creds bool) (string, error) {
+		opts := driver.Options{Endpoints: []string{c.Nodes()[0].Addr(c.ListenerKey(listener))}}
+		if creds {
+			opts.Credentials = &driver.Credentials{CAFile: sec.CAFile, Username: sec.Username, Password: pw}
+		}
+		d, err := New(&workload.DriverConfig{Name: "mqtt", Source: "test", Common: common}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		return d.BrokerVersion(ctx)
+	}
+	tls := workload.Properties{{Key: "tls", Value: "true"}}
+	for _, tc := range []struct {
+		name     string
+		listener string
+		common   workload.Properties
+		creds    bool
+		// refused: the server refuses the connection.
+		refused bool
+	}{
+		{"plain, logged in", "plain", nil, true, false},
+		{"TLS, logged in", "tls", tls, true, false},
+		{"plain, anonymous", "plain", nil, false, true},
+		{"TLS, anonymous", "tls", append(workload.Properties{{Key: "tlsTrustStore", Value: sec.CAFile}}, tls...), false, true},
+		{"plain, a wrong password", "plain", workload.Properties{{Key: "username", Value: local.Username}, {Key: "password", Value: "not-the-password"}}, false, true},
+		{"TLS, a wrong password", "tls", append(workload.Properties{{Key: "username", Value: local.Username}, {Key: "password", Value: "not-the-password"}}, tls...), true, true},
+	} {
+		v, err := version(tc.listener, tc.common, tc.creds)
+		switch {
+		case !tc.refused && (err != nil || !strings.HasPrefix(v, "mosquitto version 2.")):
+			t.Errorf("%s: BrokerVersion = %q, %v", tc.name, v, err)
+		case tc.refused && (!errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "check the username and password")):
+			t.Errorf("%s: %v; want a refusal that names the username and password", tc.name, err)
+		}
+	}
+
+	url := Kind{}.MetricsURL(c, c.Nodes()[0])
+	if strings.Contains(url, pw) {
+		t.Errorf("the metrics URL %s holds the password", url)
+	}
+	if counters, _, err := readSys(ctx, nil, url); err != nil || len(counters) == 0 {
+		t.Errorf("metrics at %s: %v, %v", url, counters, err)
+	}
+	if _, _, err := readSys(ctx, nil, "mqtt://"+c.Nodes()[0].Addr("client")); !errors.Is(err, driver.ErrRefused) {
+		t.Errorf("metrics read anonymously: %v; want a refusal", err)
+	}
+
+	passwd := c.Nodes()[0].ConfigFile("passwd")
+	data, err := os.ReadFile(passwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(passwd); err != nil || fi.Mode().Perm() != 0o600 || strings.Contains(string(data), pw) || !strings.HasPrefix(string(data), local.Username+":$") {
+		t.Errorf("password file %s: mode %v, %v; want 0600, the user and a hash, not the password", passwd, fi.Mode(), err)
+	}
 }
