@@ -371,15 +371,24 @@ func (Kind) Environ(c *local.Cluster, n *local.Node) []string {
 }
 
 // MetricsURL implements local.Metered: the Jolokia agent of the node's
-// web console, read as the cluster's user (without its password, which
-// the reader of a secured cluster's metrics is given apart); none on a
-// node laid out before brokerbench read Artemis' metrics.
+// web console, read as the cluster's user: secured, without its
+// password, which the reader of a secured cluster's metrics is given
+// apart; unsecured, with unsecuredPassword. None on a node laid out
+// before brokerbench read Artemis' metrics.
 func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
 	if _, ok := n.Ports["http"]; !ok {
 		return ""
 	}
-	return "http://" + local.Username + "@" + n.Addr("http") + "/console/jolokia"
+	user := url.User(local.Username)
+	if !c.Secured() {
+		user = url.UserPassword(local.Username, unsecuredPassword)
+	}
+	return (&url.URL{Scheme: "http", User: user, Host: n.Addr("http"), Path: "/console/jolokia"}).String()
 }
+
+// unsecuredPassword is the password an unsecured node's console is given:
+// it lets its user in with any password but an empty one.
+const unsecuredPassword = "unsecured"
 
 // Command implements local.Kind: the instance's start script, which
 // becomes the JVM (its command line names the instance's directory).

@@ -172,3 +172,24 @@ func TestWebConsole(t *testing.T) {
 		t.Errorf("a node without a console port has one:\n%s", got)
 	}
 }
+
+// TestMetricsURL: a node's metrics are read at its console's Jolokia
+// agent, as the cluster's user: unsecured, with a password (the console
+// refuses an empty one), secured, without (the cluster's is given
+// apart); and nowhere on a node without a console port.
+func TestMetricsURL(t *testing.T) {
+	c := NewLocal(61616, 1)
+	n := Kind{}.Layout(c)[0]
+	n.Ports["http"] = 40123
+	if got, want := (Kind{}).MetricsURL(c, n), "http://brokerbench:unsecured@127.0.0.1:40123/console/jolokia"; got != want {
+		t.Errorf("unsecured: %s, want %s", got, want)
+	}
+	c.Listeners = []string{"plain", "tls"}
+	if got, want := (Kind{}).MetricsURL(c, n), "http://brokerbench@127.0.0.1:40123/console/jolokia"; got != want {
+		t.Errorf("secured: %s, want %s", got, want)
+	}
+	delete(n.Ports, "http")
+	if got := (Kind{}).MetricsURL(c, n); got != "" {
+		t.Errorf("without a console port: %s", got)
+	}
+}
