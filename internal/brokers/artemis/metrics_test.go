@@ -116,12 +116,12 @@ func TestMBeanKey(t *testing.T) {
 func TestServesJolokia(t *testing.T) {
 	for raw, want := range map[string]bool{
 		"http://brokerbench@127.0.0.1:8161/console/jolokia": true,
-		"https://u:p@10.0.0.5:8161/console/jolokia/":         true,
-		"http://10.0.0.5:8778/jolokia":                       true,
-		"http://10.0.0.5:7071/metrics":                       false,
-		"http://10.0.0.5:8222/varz":                          false,
-		"redis://10.0.0.5:6379":                              false,
-		"http://10.0.0.5:8161/console/jolokiax":              false,
+		"https://u:p@10.0.0.5:8161/console/jolokia/":        true,
+		"http://10.0.0.5:8778/jolokia":                      true,
+		"http://10.0.0.5:7071/metrics":                      false,
+		"http://10.0.0.5:8222/varz":                         false,
+		"redis://10.0.0.5:6379":                             false,
+		"http://10.0.0.5:8161/console/jolokiax":             false,
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {
