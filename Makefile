@@ -124,6 +124,7 @@ fuzz:
 	$(GO) test ./bench/compare-rocketmq-tools -run '^$$' -fuzz '^FuzzPerfRate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzDecodeReply$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/artemis -run '^$$' -fuzz '^FuzzParseJolokia$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/rabbitmq/amqp10 -run '^$$' -fuzz '^FuzzSettings$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pacer -run '^$$' -fuzz '^FuzzReadCurve$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/maxrate -run '^$$' -fuzz '^FuzzParseSLO$$' -fuzztime $(FUZZTIME)

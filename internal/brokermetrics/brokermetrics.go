@@ -96,8 +96,8 @@ func New(targets []Target) *Scraper {
 // previous call, by series: counters (names ending in _total) as rates
 // per second under their name without the suffix, plus "_per_second";
 // gauges as read. Both are summed over nodes, except gauges whose name
-// says they are times or percentiles ("_ms", "quantile"), which take the
-// largest node's. A target that cannot be read is left out of that
+// says they are times, percentiles or ratios ("_ms", "quantile",
+// "_ratio"), which take the largest node's. A target that cannot be read is left out of that
 // sample; nil when no target could be read.
 func (s *Scraper) Sample() map[string]float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
@@ -185,6 +185,9 @@ var headlines = map[string]bool{
 	"pulsar_in_messages_per_second": true, "pulsar_out_messages_per_second": true, "pulsar_in_bytes_per_second": true,
 	"pulsar_out_bytes_per_second": true, "pulsar_msg_backlog": true, "pulsar_storage_size": true,
 
+	"artemis_messages_in_per_second": true, "artemis_messages_out_per_second": true, "artemis_messages": true,
+	"artemis_address_memory_bytes": true, "artemis_addresses_paging": true,
+
 	"rocketmq_messages_in_per_second": true, "rocketmq_messages_out_per_second": true, "rocketmq_throughput_in_per_second": true,
 	"rocketmq_throughput_out_per_second": true, "rocketmq_storage_size_bytes": true,
 }
@@ -206,10 +209,11 @@ func rateKey(counter string) string {
 	return strings.TrimSuffix(name, "_total") + "_per_second" + labels
 }
 
-// worstOf reports whether a gauge is a time or a percentile, which do not
-// add up across nodes.
+// worstOf reports whether a gauge is a time, a percentile or a ratio (a
+// share of a disk used), which do not add up across nodes.
 func worstOf(key string) bool {
-	return strings.Contains(key, "_ms") || strings.Contains(key, "quantile")
+	name, _, _ := strings.Cut(key, "{")
+	return strings.Contains(key, "_ms") || strings.Contains(key, "quantile") || strings.HasSuffix(name, "_ratio")
 }
 
 // Parse reads Prometheus's text format and returns its counters and

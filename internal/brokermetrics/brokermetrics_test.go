@@ -25,9 +25,11 @@ kafka_network_requests_total{request="Produce",version="11"} %g
 kafka_server_replicamanager_underreplicatedpartitions %g
 # TYPE kafka_network_request_total_time_ms gauge
 kafka_network_request_total_time_ms{request="Produce",quantile="0.99"} %g
+# TYPE disk_store_usage_ratio gauge
+disk_store_usage_ratio %g
 # TYPE jvm_memory_used_bytes gauge
 jvm_memory_used_bytes{area="heap"} 1e9
-`, start+step*float64(n), float64(n), float64(n), urp, p99)
+`, start+step*float64(n), float64(n), float64(n), urp, p99, urp/10)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &scrapes
@@ -60,6 +62,9 @@ func TestSampleRatesAndGauges(t *testing.T) {
 	}
 	if v := got[`kafka_network_request_total_time_ms{quantile="0.99",request="Produce"}`]; v != 30 {
 		t.Errorf("p99 time %v, want the slowest node's 30", v)
+	}
+	if v := got["disk_store_usage_ratio"]; v != 0.2 {
+		t.Errorf("share of the disk used %v, want the fullest node's 0.2, not a sum", v)
 	}
 	if _, ok := got["kafka_server_messagesin_total"]; ok {
 		t.Error("a counter's raw value is in the sample")

@@ -76,7 +76,11 @@ func checkMetricsURLs(urls []string) error {
 	for _, u := range urls {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "redis") || p.Host == "" {
-			return badInput(fmt.Errorf("--broker-metrics: %q is neither a Prometheus endpoint (http://10.0.0.5:7071/metrics), a NATS monitoring endpoint (http://10.0.0.5:8222/varz) nor a Redis server (redis://10.0.0.5:6379)", u))
+			if err == nil {
+				u = p.Redacted()
+			}
+			return badInput(fmt.Errorf("--broker-metrics: %q is neither a Prometheus endpoint (http://10.0.0.5:7071/metrics), a NATS monitoring endpoint (http://10.0.0.5:8222/varz), "+
+				"an Artemis console's Jolokia agent (http://USER:PASSWORD@10.0.0.5:8161/console/jolokia) nor a Redis server (redis://10.0.0.5:6379)", u))
 		}
 	}
 	return nil
@@ -596,7 +600,7 @@ func (t *Target) systemSampler() func() *results.System {
 				nodes = append(nodes, sysmetrics.Node{ID: n.ID, PID: n.PID})
 			}
 			if n.MetricsURL != "" && len(t.metricsURLs) == 0 {
-				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: n.MetricsURL, Read: brokers.MetricsReader(n.MetricsURL)})
+				endpoints = append(endpoints, brokermetrics.Target{Node: n.ID, URL: withPassword(n.MetricsURL, st.Security), Read: brokers.MetricsReader(n.MetricsURL)})
 			}
 		}
 		if p := st.LinkProxy; p != nil && p.Running {
@@ -615,6 +619,28 @@ func (t *Target) systemSampler() func() *results.System {
 		}
 		return s
 	}
+}
+
+// withPassword returns a local node's metrics endpoint rawURL with the
+// password of the secured cluster sec in it, when it names the cluster's
+// user without one (an endpoint that asks for a login, as Artemis'
+// console does): the cluster's status, which the user sees, holds the
+// endpoint without it. Otherwise, and when the password cannot be read
+// (the read then fails and the node's metrics are left out), rawURL.
+func withPassword(rawURL string, sec *local.Security) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || sec == nil || u.User == nil || u.User.Username() != sec.Username {
+		return rawURL
+	}
+	if _, set := u.User.Password(); set {
+		return rawURL
+	}
+	pw, err := sec.Password()
+	if err != nil {
+		return rawURL
+	}
+	u.User = url.UserPassword(sec.Username, pw)
+	return u.String()
 }
 
 // describe records where and how res was measured.

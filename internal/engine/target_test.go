@@ -236,3 +236,35 @@ func TestLocalNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestWithPassword: a local node's metrics endpoint that names the
+// secured cluster's user without a password is read with the cluster's
+// password; any other is read as given.
+func TestWithPassword(t *testing.T) {
+	dir := t.TempDir()
+	sec := &local.Security{Username: local.Username, PasswordFile: filepath.Join(dir, "password")}
+	if err := os.WriteFile(sec.PasswordFile, []byte("p@ss:w/rd"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url  string
+		sec  *local.Security
+		want string
+	}{
+		// The cluster's user without a password: the password added.
+		{"http://brokerbench@127.0.0.1:8161/console/jolokia", sec, "http://brokerbench:p%40ss%3Aw%2Frd@127.0.0.1:8161/console/jolokia"},
+		// Unsecured: no password to add.
+		{"http://brokerbench@127.0.0.1:8161/console/jolokia", nil, "http://brokerbench@127.0.0.1:8161/console/jolokia"},
+		// Without a user, another user, or a password already given.
+		{"http://127.0.0.1:7071/metrics", sec, "http://127.0.0.1:7071/metrics"},
+		{"http://other@127.0.0.1:8161/console/jolokia", sec, "http://other@127.0.0.1:8161/console/jolokia"},
+		{"redis://brokerbench:given@127.0.0.1:6379", sec, "redis://brokerbench:given@127.0.0.1:6379"},
+		// The password cannot be read: as given.
+		{"http://brokerbench@127.0.0.1:8161/console/jolokia", &local.Security{Username: local.Username, PasswordFile: filepath.Join(dir, "none")},
+			"http://brokerbench@127.0.0.1:8161/console/jolokia"},
+	} {
+		if got := withPassword(tc.url, tc.sec); got != tc.want {
+			t.Errorf("withPassword(%s, secured %v) = %s, want %s", tc.url, tc.sec != nil, got, tc.want)
+		}
+	}
+}

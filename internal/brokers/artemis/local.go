@@ -1,14 +1,17 @@
 package artemis
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"html"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/brokerbench/brokerbench/internal/driver"
@@ -34,11 +37,13 @@ func NewLocal(port, brokers int) *local.Cluster {
 
 // Kind is the local.Kind of ActiveMQ Artemis: each node an instance made
 // by Artemis' own "artemis create" in the node's directory, its journal
-// there, without its web console. A node's one acceptor per listener
-// serves AMQP 1.0 and Artemis' core protocol. Unsecured, it lets clients
-// in anonymously (and its user with any password); secured, every
-// listener asks for the user's password (SASL PLAIN), and the "tls"
-// listener serves TLS with the cluster's certificates.
+// there. A node's one acceptor per listener serves AMQP 1.0 and Artemis'
+// core protocol. Unsecured, it lets clients in anonymously (and its user
+// with any password); secured, every listener asks for the user's
+// password (SASL PLAIN), and the "tls" listener serves TLS with the
+// cluster's certificates. Its web console, on its "http" port, serves
+// the Jolokia agent its metrics are read from, to the same logins, over
+// plain HTTP.
 //
 // Several nodes are a symmetric cluster of primaries, without backups:
 // each node connects to every other one through a static connector to
@@ -113,13 +118,14 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 }
 
 // Layout implements local.Kind: node i on the cluster's loopback
-// address, with a port per listener, and in a cluster one more for the
-// other nodes' connections ("cluster").
+// address, with a port per listener, one for its web console ("http"),
+// and in a cluster one more for the other nodes' connections
+// ("cluster").
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	var nodes []*local.Node
 	for i := 1; i <= c.Brokers; i++ {
 		n := &local.Node{ID: i, Roles: []string{"broker"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+			Ports: map[string]int{"client": 0, "http": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
 		for _, l := range c.ServedListeners() {
 			n.Ports[c.ListenerKey(l)] = 0
 		}
@@ -136,7 +142,8 @@ func instance(n *local.Node) string { return filepath.Join(n.Dir, "instance") }
 
 // Configure implements local.Kind: a new node's instance is made by
 // "artemis create"; every start then has its acceptors, its cluster
-// connection, and its users and login, written anew.
+// connection, its web console's address, and its users and login,
+// written anew.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
 	clusterPassword := c.ID
 	if sec := c.Security(); sec != nil {
@@ -162,7 +169,7 @@ func configureNode(ctx context.Context, c *local.Cluster, n *local.Node, cluster
 		// The user and password given here are replaced below.
 		cmd := exec.CommandContext(ctx, filepath.Join(home(c.CacheDir), "bin", "artemis"), "create", "--silent", "--force",
 			"--user", local.Username, "--password", "unused", "--require-login", "--host", n.Host, "--http-host", n.Host,
-			"--no-web", "--no-autotune", instance(n))
+			"--no-autotune", instance(n))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("create the Artemis instance of node %d: %w\n%s", n.ID, err, local.LastLines(string(out), 20))
 		}
@@ -178,7 +185,42 @@ func configureNode(ctx context.Context, c *local.Cluster, n *local.Node, cluster
 	if err := os.Chmod(filepath.Join(etc, "broker.xml"), 0o600); err != nil {
 		return err
 	}
+	bootstrapXML, err := os.ReadFile(filepath.Join(etc, "bootstrap.xml"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(etc, "bootstrap.xml"), webConsole(n, bootstrapXML), 0o644); err != nil {
+		return err
+	}
 	return writeLogin(c, etc)
+}
+
+// webRE matches the web server of an instance's bootstrap.xml, with the
+// comment "artemis create" writes before it.
+var webRE = regexp.MustCompile(`(?s)\s*(<!--[^>]*-->\s*)?<web .*</web>`)
+
+// webConsole returns the bootstrap.xml of node n's instance with its web
+// server (Artemis' console, whose Jolokia agent serves the broker's
+// metrics) on the node's "http" port, in place of the one "artemis
+// create" wrote, or of none (an instance made without it). A node laid
+// out without that port has none. Applied to its own result it changes
+// nothing.
+func webConsole(n *local.Node, bootstrapXML []byte) []byte {
+	with := webRE.ReplaceAll(bootstrapXML, nil)
+	if _, ok := n.Ports["http"]; !ok {
+		return with
+	}
+	web := fmt.Sprintf(`
+   <web path="web" rootRedirectLocation="console">
+       <binding name="artemis" uri="http://%s">
+           <app name="console" url="console" war="console.war"/>
+       </binding>
+   </web>`, n.Addr("http"))
+	i := bytes.LastIndex(with, []byte("</broker>"))
+	if i < 0 {
+		return with
+	}
+	return slices.Concat(bytes.TrimRight(with[:i], " \t\r\n"), []byte(web), []byte("\n\n"), with[i:])
 }
 
 // brokerSettings returns the broker.xml "artemis create" wrote for node
@@ -316,10 +358,37 @@ func writeLogin(c *local.Cluster, etc string) error {
 
 // Environ implements local.Environer: the JVM's options, among them a
 // heap of HeapMB, which the instance's start script takes in place of
-// those "artemis create" wrote.
+// those "artemis create" wrote; and, as that script's own, those of the
+// web console: its logins are the broker's (the JAAS domain "activemq",
+// whose role principals it checks), and its Jolokia agent takes the
+// instance's access policy, which lets in only requests with an Origin
+// of the node's own address.
 func (Kind) Environ(c *local.Cluster, n *local.Node) []string {
-	return []string{fmt.Sprintf("JAVA_ARGS=-XX:+UseG1GC -Xms%dM -Xmx%[1]dM -XX:AutoBoxCacheMax=20000 -Dlog4j2.disableJmx=true --add-opens java.base/jdk.internal.misc=ALL-UNNAMED", c.HeapMB)}
+	policy := &url.URL{Scheme: "file", Path: filepath.Join(instance(n), "etc", "jolokia-access.xml")}
+	return []string{fmt.Sprintf("JAVA_ARGS=-XX:+UseG1GC -Xms%dM -Xmx%[1]dM -XX:AutoBoxCacheMax=20000 -Dlog4j2.disableJmx=true --add-opens java.base/jdk.internal.misc=ALL-UNNAMED "+
+		"-Dhawtio.realm=activemq -Dhawtio.rolePrincipalClasses=org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal "+
+		"-Dhawtio.offline=true -Dhawtio.disableProxy=true -Djolokia.policyLocation=%s", c.HeapMB, policy)}
 }
+
+// MetricsURL implements local.Metered: the Jolokia agent of the node's
+// web console, read as the cluster's user: secured, without its
+// password, which the reader of a secured cluster's metrics is given
+// apart; unsecured, with unsecuredPassword. None on a node laid out
+// before brokerbench read Artemis' metrics.
+func (Kind) MetricsURL(c *local.Cluster, n *local.Node) string {
+	if _, ok := n.Ports["http"]; !ok {
+		return ""
+	}
+	user := url.User(local.Username)
+	if !c.Secured() {
+		user = url.UserPassword(local.Username, unsecuredPassword)
+	}
+	return (&url.URL{Scheme: "http", User: user, Host: n.Addr("http"), Path: "/console/jolokia"}).String()
+}
+
+// unsecuredPassword is the password an unsecured node's console is given:
+// it lets its user in with any password but an empty one.
+const unsecuredPassword = "unsecured"
 
 // Command implements local.Kind: the instance's start script, which
 // becomes the JVM (its command line names the instance's directory).

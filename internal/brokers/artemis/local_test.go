@@ -100,14 +100,17 @@ func TestLocalCluster(t *testing.T) {
 }
 
 // TestLocalBroker: one broker is node 1 on 127.0.0.1 with its client
-// port alone, and its broker.xml has neither a cluster connection nor
-// redistribution.
+// port and its web console's alone, and its broker.xml has neither a
+// cluster connection nor redistribution.
 func TestLocalBroker(t *testing.T) {
 	c := NewLocal(61616, 1)
 	c.StateDir = t.TempDir()
 	nodes := Kind{}.Layout(c)
-	if len(nodes) != 1 || nodes[0].Host != "127.0.0.1" || len(nodes[0].Ports) != 1 || c.HeapMB != 1024 {
-		t.Fatalf("one broker: %d nodes, the first %+v, heap %d MB; want one on 127.0.0.1 with its client port, 1024 MB", len(nodes), nodes[0], c.HeapMB)
+	if len(nodes) != 1 || nodes[0].Host != "127.0.0.1" || len(nodes[0].Ports) != 2 || c.HeapMB != 1024 {
+		t.Fatalf("one broker: %d nodes, the first %+v, heap %d MB; want one on 127.0.0.1 with its client and console ports, 1024 MB", len(nodes), nodes[0], c.HeapMB)
+	}
+	if _, ok := nodes[0].Ports["http"]; !ok {
+		t.Errorf("one broker has no port for its web console: %v", nodes[0].Ports)
 	}
 	nodes[0].Ports["client"] = 61616
 	got := string(brokerSettings(c, nodes, nodes[0], "", []byte(created)))
@@ -115,5 +118,78 @@ func TestLocalBroker(t *testing.T) {
 		if strings.Contains(got, absent) {
 			t.Errorf("one broker's broker.xml has %q:\n%s", absent, got)
 		}
+	}
+}
+
+// createdBootstrap is the bootstrap.xml "artemis create" writes, with
+// its web console on 8161.
+const createdBootstrap = `<broker xmlns="http://activemq.apache.org/schema">
+
+   <jaas-security domain="activemq"/>
+
+   <!-- artemis.URI.instance is parsed from artemis.instance by the CLI startup.
+        This is to avoid situations where you could have spaces or special characters on this URI -->
+   <server configuration="file:/x/etc//broker.xml"/>
+
+   <!-- The web server is only bound to localhost by default -->
+   <web path="web" rootRedirectLocation="console">
+       <binding name="artemis" uri="http://127.0.1.2:8161">
+           <app name="console" url="console" war="console.war"/>
+       </binding>
+   </web>
+
+
+</broker>
+`
+
+// TestWebConsole: the web console "artemis create" writes, or its
+// absence (an instance made without it), becomes one console on the
+// node's "http" port, the same when written again; a node laid out
+// without that port has none.
+func TestWebConsole(t *testing.T) {
+	n := Kind{}.Layout(NewLocal(61616, 3))[1]
+	if _, ok := n.Ports["http"]; !ok {
+		t.Fatalf("node 2 has no port for its web console: %v", n.Ports)
+	}
+	n.Ports["http"] = 40123
+	withoutWeb := webRE.ReplaceAllString(createdBootstrap, "")
+	if strings.Contains(withoutWeb, "<web") || !strings.Contains(withoutWeb, "<server configuration") {
+		t.Fatalf("the web console is not taken out alone:\n%s", withoutWeb)
+	}
+	for name, bootstrap := range map[string]string{"created": createdBootstrap, "created without": withoutWeb} {
+		once := string(webConsole(n, []byte(bootstrap)))
+		if twice := string(webConsole(n, []byte(once))); twice != once {
+			t.Errorf("%s: written twice differs:\n%s\n%s", name, once, twice)
+		}
+		if strings.Count(once, "<web ") != 1 || !strings.Contains(once, `<binding name="artemis" uri="http://127.0.1.2:40123">`) ||
+			!strings.Contains(once, `<app name="console" url="console" war="console.war"/>`) || !strings.HasSuffix(once, "</web>\n\n</broker>\n") ||
+			!strings.Contains(once, `<server configuration="file:/x/etc//broker.xml"/>`) {
+			t.Errorf("%s: not one console on the node's port:\n%s", name, once)
+		}
+	}
+	delete(n.Ports, "http")
+	if got := string(webConsole(n, []byte(createdBootstrap))); strings.Contains(got, "<web") {
+		t.Errorf("a node without a console port has one:\n%s", got)
+	}
+}
+
+// TestMetricsURL: a node's metrics are read at its console's Jolokia
+// agent, as the cluster's user: unsecured, with a password (the console
+// refuses an empty one), secured, without (the cluster's is given
+// apart); and nowhere on a node without a console port.
+func TestMetricsURL(t *testing.T) {
+	c := NewLocal(61616, 1)
+	n := Kind{}.Layout(c)[0]
+	n.Ports["http"] = 40123
+	if got, want := (Kind{}).MetricsURL(c, n), "http://brokerbench:unsecured@127.0.0.1:40123/console/jolokia"; got != want {
+		t.Errorf("unsecured: %s, want %s", got, want)
+	}
+	c.Listeners = []string{"plain", "tls"}
+	if got, want := (Kind{}).MetricsURL(c, n), "http://brokerbench@127.0.0.1:40123/console/jolokia"; got != want {
+		t.Errorf("secured: %s, want %s", got, want)
+	}
+	delete(n.Ports, "http")
+	if got := (Kind{}).MetricsURL(c, n); got != "" {
+		t.Errorf("without a console port: %s", got)
 	}
 }

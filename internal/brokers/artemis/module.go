@@ -29,8 +29,8 @@ func init() {
 		// driver counts no written messages (see cluster).
 		Capabilities: driver.Capabilities{Written: true},
 		Local:        LocalKind,
-		NoMetrics: "Artemis serves its metrics over JMX and its web console's Jolokia, and as Prometheus text only " +
-			"with a metrics plugin it does not ship",
+		Metrics: &brokers.Metrics{Endpoint: "the Jolokia agent of its web console (JMX over HTTP), /console/jolokia",
+			Serves: servesJolokia, Read: readJolokia},
 		OMBClasses:  []string{"io.openmessaging.benchmark.driver.artemis.ArtemisBenchmarkDriver"},
 		OMBTopLevel: []string{"brokerAddress"},
 		Docs:        "docs/drivers/artemis.md",
