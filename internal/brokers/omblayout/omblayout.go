@@ -8,7 +8,9 @@
 // and the driver files of the brokers whose OMB drivers brokerbench
 // reads (driver-nsq/nsq.yaml, driver-mqtt5/mqtt5.yaml,
 // driver-artemis/artemis.yaml, driver-rocketmq5/rocketmq.yaml,
-// driver-pulsar/pulsar.yaml and pulsar-effectively-once.yaml).
+// driver-pulsar/pulsar.yaml and pulsar-effectively-once.yaml,
+// driver-nats/nats.yaml, driver-redis/redis.yaml and
+// driver-rabbitmq/rabbitmq.yaml).
 package omblayout
 
 import (

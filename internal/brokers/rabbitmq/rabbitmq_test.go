@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -123,4 +124,13 @@ func TestOMBDriverFile(t *testing.T) {
 	if _, err := New(driverConfig("CLASSIC", workload.Property{Key: "amqpUri", Value: "x", File: "d.yaml", Line: 7}), driver.Options{}); !errors.As(err, &fe) || !strings.Contains(err.Error(), "d.yaml:7") {
 		t.Errorf("a misspelled setting: %v", err)
 	}
+}
+
+// TestOMBDriverFileRuns: OMB's driver-rabbitmq/rabbitmq.yaml, unchanged
+// (quorum queues, its creation pacing), runs OMB's workload from OMB's
+// layout against the test's RabbitMQ, taken as the running local node,
+// whose address replaces the file's amqpUris.
+func TestOMBDriverFileRuns(t *testing.T) {
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-rabbitmq/rabbitmq.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }

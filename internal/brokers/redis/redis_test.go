@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
@@ -83,4 +84,13 @@ func TestOMBPoolSizes(t *testing.T) {
 			t.Errorf("jedisPoolMaxTotal %s: %v", tc.total, err)
 		}
 	}
+}
+
+// TestOMBDriverFileRuns: OMB's driver-redis/redis.yaml, unchanged, runs
+// OMB's workload from OMB's layout against the test's Redis, taken as
+// the running local server, whose address replaces the file's
+// redisHost and redisPort.
+func TestOMBDriverFileRuns(t *testing.T) {
+	c := server.Get(t).Cluster
+	omblayout.Run(t, "driver-redis/redis.yaml", omblayout.Target{LocalPort: c.Port, StateDir: c.StateDir})
 }
