@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
+	"github.com/brokerbench/brokerbench/internal/brokers/omblayout"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 	"github.com/nats-io/nats.go/jetstream"
@@ -304,4 +306,18 @@ func (px *pausingProxy) copyFromServer(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// TestOMBDriverFileRuns: OMB's driver-nats/nats.yaml, unchanged, runs
+// OMB's workload from OMB's layout on a local cluster of 3 nodes (the
+// file asks for 3 replicas; nodes' client ports on 29430), whose
+// addresses replace the file's natsHostUrl.
+func TestOMBDriverFileRuns(t *testing.T) {
+	testbroker.Need(t, "a local NATS cluster of 3 nodes (nats-server)")
+	b, err := testbroker.StartLocal("nats", 29430, func(c *local.Cluster) { c.Brokers = 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	omblayout.Run(t, "driver-nats/nats.yaml", omblayout.Target{LocalPort: b.Cluster.Port, Brokers: 3, StateDir: b.Cluster.StateDir})
 }
