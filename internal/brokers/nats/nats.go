@@ -334,7 +334,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	pending := min(d.cfg.maxPending, max(1, spec.MaxInFlight))
-	p := &producer{nc: nc, ack: ack, inFlight: make(map[*nats.Msg]sent, pending), slots: make(chan struct{}, pending),
+	p := &producer{nc: nc, ack: ack, inFlight: ring{items: make([]sent, pending)}, slots: make(chan struct{}, pending),
 		stopTimeouts: make(chan struct{}), timeoutsDone: make(chan struct{})}
 	// The outcomes come to handlers, on nats.go's goroutines, rather than
 	// to a future per message that a goroutine of ours would wait on.
@@ -365,28 +365,69 @@ type producer struct {
 	// that it is never called concurrently.
 	mu  sync.Mutex
 	ack driver.AckFunc
-	// inFlight are the messages sent whose outcome has not been given,
-	// by the nats.Msg each was published as (its DriverState): whoever
-	// takes a message out of it calls ack for it, once.
-	inFlight map[*nats.Msg]sent
+	// inFlight are the messages sent and not yet taken out, oldest
+	// first: the server acks a connection's publishes to a stream in
+	// the order they came, so the ack for the oldest is found first,
+	// without the cost of a map. Whoever settles one calls ack for it,
+	// once.
+	inFlight ring
 	// slots holds a token per message in inFlight: Send waits for room
 	// in it. (nats.go, bounded, would stall a publish beyond its bound
 	// for 200 ms, then fail it: ErrTooManyStalledMsgs.)
 	slots   chan struct{}
 	closed  bool // by Close: sends fail at once
 	closing sync.Once
-	wg      sync.WaitGroup // messages sent and not yet acknowledged
+	wg      sync.WaitGroup // messages in inFlight
 	// stopTimeouts ends failTimedOut, which then closes timeoutsDone.
 	stopTimeouts, timeoutsDone chan struct{}
 }
 
-// sent is a message in flight and when it was sent, in clock
-// nanoseconds: the Message's Time, which the runner sets (reading the
-// clock again cost 2% of the producer's CPU), or the clock's when Send
-// got none.
+// sent is a message in flight: the nats.Msg it was published as (its
+// DriverState), and when it was sent, in clock nanoseconds: the
+// Message's Time, which the runner sets (reading the clock again cost 2%
+// of the producer's CPU), or the clock's when Send got none. m is nil
+// once its outcome was given.
 type sent struct {
+	msg  *nats.Msg
 	m    *driver.Message
 	when int64
+}
+
+// ring is a queue of messages in flight, oldest first, in a fixed array.
+type ring struct {
+	items   []sent
+	head, n int
+}
+
+func (r *ring) push(s sent) {
+	r.items[(r.head+r.n)%len(r.items)] = s
+	r.n++
+}
+
+// at returns the k-th oldest.
+func (r *ring) at(k int) *sent { return &r.items[(r.head+k)%len(r.items)] }
+
+// find returns the unsettled message published as msg; nil if none.
+func (r *ring) find(msg *nats.Msg) *sent {
+	for k := range r.n {
+		if s := r.at(k); s.msg == msg && s.m != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// popSettled takes the settled messages at the head out and says how
+// many.
+func (r *ring) popSettled() int {
+	popped := 0
+	for r.n > 0 && r.items[r.head].m == nil {
+		r.items[r.head] = sent{}
+		r.head = (r.head + 1) % len(r.items)
+		r.n--
+		popped++
+	}
+	return popped
 }
 
 // Send implements driver.Producer.
@@ -412,13 +453,11 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 			return
 		}
 	}
-	p.wg.Add(1)
 	p.mu.Lock()
 	if p.closed {
 		p.ack(m, sendError{nats.ErrConnectionClosed})
 		p.mu.Unlock()
 		<-p.slots
-		p.wg.Done()
 		return
 	}
 	// In flight before it is published: its ack may come before
@@ -427,7 +466,8 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 	if when == 0 {
 		when = clock.Now()
 	}
-	p.inFlight[msg] = sent{m: m, when: when}
+	p.wg.Add(1)
+	p.inFlight.push(sent{msg: msg, m: m, when: when})
 	p.mu.Unlock()
 	if _, err := p.js.PublishMsgAsync(msg); err != nil {
 		p.settle(msg, err)
@@ -435,20 +475,24 @@ func (p *producer) Send(ctx context.Context, m *driver.Message) {
 }
 
 // settle gives the outcome of the message published as msg, unless it
-// was given already (a failed publish whose handler also ran, a message
-// Close failed).
+// was given already (a message that timed out or Close failed).
 func (p *producer) settle(msg *nats.Msg, err error) {
 	p.mu.Lock()
-	s, ok := p.inFlight[msg]
-	if ok {
-		delete(p.inFlight, msg)
+	if s := p.inFlight.find(msg); s != nil {
 		if err != nil {
 			err = sendError{err}
 		}
 		p.ack(s.m, err)
+		s.m = nil
 	}
+	p.release(p.inFlight.popSettled())
 	p.mu.Unlock()
-	if ok {
+}
+
+// release frees the slots of n messages taken out of inFlight. The
+// caller holds mu.
+func (p *producer) release(n int) {
+	for range n {
 		<-p.slots
 		p.wg.Done()
 	}
@@ -470,15 +514,14 @@ func (p *producer) failTimedOut(timeout time.Duration) {
 		}
 		deadline := clock.Now() - timeout.Nanoseconds()
 		p.mu.Lock()
-		for msg, s := range p.inFlight {
-			if s.when <= deadline {
-				delete(p.inFlight, msg)
+		for k := range p.inFlight.n {
+			if s := p.inFlight.at(k); s.m != nil && s.when <= deadline {
 				s.m.DriverState = nil
 				p.ack(s.m, sendError{jetstream.ErrAsyncPublishTimeout})
-				<-p.slots
-				p.wg.Done()
+				s.m = nil
 			}
 		}
+		p.release(p.inFlight.popSettled())
 		p.mu.Unlock()
 	}
 }
@@ -496,12 +539,13 @@ func (p *producer) Close() {
 		p.nc.Close()
 		p.mu.Lock()
 		p.closed = true
-		for msg, s := range p.inFlight {
-			delete(p.inFlight, msg)
-			p.ack(s.m, sendError{nats.ErrConnectionClosed})
-			<-p.slots
-			p.wg.Done()
+		for k := range p.inFlight.n {
+			if s := p.inFlight.at(k); s.m != nil {
+				p.ack(s.m, sendError{nats.ErrConnectionClosed})
+				s.m = nil
+			}
 		}
+		p.release(p.inFlight.popSettled())
 		p.mu.Unlock()
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -320,4 +321,35 @@ func TestOMBDriverFileRuns(t *testing.T) {
 	}
 	defer b.Stop()
 	omblayout.Run(t, "driver-nats/nats.yaml", omblayout.Target{LocalPort: b.Cluster.Port, Brokers: 3, StateDir: b.Cluster.StateDir})
+}
+
+// TestRing: messages settled out of order leave the queue only when
+// every older one has been settled, so that a slot is freed once no
+// older message holds the ring's room; a settled message is not found
+// again, and a nats.Msg sent anew is found in its new place.
+func TestRing(t *testing.T) {
+	r := ring{items: make([]sent, 3)}
+	a, b, c := &nats.Msg{}, &nats.Msg{}, &nats.Msg{}
+	for _, msg := range []*nats.Msg{a, b, c} {
+		r.push(sent{msg: msg, m: &driver.Message{}})
+	}
+	r.find(b).m = nil
+	if r.find(b) != nil {
+		t.Error("a settled message is found again")
+	}
+	if n := r.popSettled(); n != 0 || r.n != 3 {
+		t.Errorf("the second settled: %d taken out, %d left; want 0 and 3", n, r.n)
+	}
+	r.find(a).m = nil
+	if n := r.popSettled(); n != 2 || r.n != 1 {
+		t.Errorf("the first settled too: %d taken out, %d left; want 2 and 1", n, r.n)
+	}
+	r.push(sent{msg: a, m: &driver.Message{Slot: 7}}) // a sent again, past the array's end
+	r.find(c).m = nil
+	if s := r.find(a); s == nil || s.m.Slot != 7 {
+		t.Fatalf("a sent again: found %+v", s)
+	}
+	if n := r.popSettled(); n != 1 || r.at(0).msg != a {
+		t.Errorf("after c: %d taken out, head %p; want 1 and a", n, r.at(0).msg)
+	}
 }
