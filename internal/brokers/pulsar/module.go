@@ -3,6 +3,7 @@ package pulsar
 import (
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for Pulsar:
@@ -20,7 +21,7 @@ var LocalKind = &brokers.Local{Kind: "pulsar", Port: usualPort, New: NewLocal, M
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "pulsar", New: New, EndpointSettings: []string{"serviceUrl", "httpUrl"},
+		Name: "pulsar", New: New, EndpointSettings: []string{"serviceUrl", "httpUrl"}, LocalListener: localListener,
 		// Replication is the namespace's persistence policy (ensemble,
 		// write and ack quorums). The written count is the topics'
 		// message-in counter; with deduplication on the driver gives
@@ -31,4 +32,13 @@ func init() {
 		OMBClasses:   []string{"io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"},
 		Docs:         "docs/drivers/pulsar.md",
 	})
+}
+
+// localListener is the local cluster's listener a driver config connects
+// to: "tls" when it asks for TLS.
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "tls"
+	}
+	return "plain"
 }
