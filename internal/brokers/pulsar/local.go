@@ -316,9 +316,10 @@ func healthy(ctx context.Context, c *local.Cluster, base string) error {
 // localEndpoints are the addresses a driver is given of a running local
 // cluster, whose listener ("plain", "tls"; "" or "client": its first) it
 // connects to: every broker's binary protocol on that listener, then
-// every broker's admin API on it (pulsar+ssl:// and https:// for "tls").
+// every broker's admin API on it (pulsar+ssl:// and https:// for "tls");
+// a cluster that records no listeners serves its plain one alone.
 func localEndpoints(st local.Status, listener string) []string {
-	key, tls := "client", listener == "tls"
+	key, tls := "client", false
 	if len(st.Listeners) > 0 {
 		if listener == "" || listener == "client" {
 			listener = st.Listeners[0]
