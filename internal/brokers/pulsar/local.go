@@ -43,7 +43,8 @@ func NewLocal(port, brokers int) *local.Cluster {
 // WebSocket service. Each broker node serves the binary protocol on its
 // "client" port and the admin API, topic lookups and its metrics on its
 // "http" port; its bookie listens on the "bookie" port, and the
-// ZooKeeper node on its "zookeeper" port.
+// ZooKeeper node on its "zookeeper" port. Secured (see Listeners), a
+// broker also serves both over TLS, and asks every client for a token.
 type Kind struct{}
 
 var (

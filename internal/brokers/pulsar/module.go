@@ -16,7 +16,8 @@ var LocalKind = &brokers.Local{Kind: "pulsar", Port: usualPort, New: NewLocal, M
 		"is a standalone node on 127.0.0.1:6650: broker, bookie and metadata store in one JVM, " +
 		"its admin API on a port of its own. --brokers 2 to 5 start a cluster: broker i with its " +
 		"bookie on 127.0.1.i, ZooKeeper on 127.0.2.1, ledgers on 3 bookies (2 of 2 for 2 brokers), acknowledged by 2. " +
-		"--heap-mb sets each broker's heap.",
+		"--heap-mb sets each broker's heap. --security plain,tls adds the binary protocol and the admin API " +
+		"over TLS and has every listener ask for a token (signed with a key of the cluster's password).",
 }
 
 func init() {

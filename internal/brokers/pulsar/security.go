@@ -31,12 +31,13 @@ const (
 	brokerTokenFile = "pulsar-broker.token"
 )
 
-// nodeCertFile and nodeKeyFile are node n's certificate chain (PEM) and
-// its key (PKCS#8 PEM, the form Pulsar reads).
+// nodeCertFile is the file of node n's certificate chain (PEM).
 func nodeCertFile(sec *local.Security, n *local.Node) string {
 	return filepath.Join(sec.Dir, fmt.Sprintf("pulsar-node-%d.crt", n.ID))
 }
 
+// nodeKeyFile is the file of node n's key (PKCS#8 PEM, the form Pulsar
+// reads).
 func nodeKeyFile(sec *local.Security, n *local.Node) string {
 	return filepath.Join(sec.Dir, fmt.Sprintf("pulsar-node-%d.key", n.ID))
 }
