@@ -191,7 +191,12 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	c.tls = clientTLS(s, secure || strings.HasPrefix(c.httpURL, "https://"), local)
 	c.authPlugin, c.authData = s.String("common", "authentication.plugin"), s.String("common", "authentication.data")
 	if c.authPlugin == "" && local != nil && local.Username != "" {
-		c.authPlugin, c.authData = "basic", fmt.Sprintf(`{"userId":%q,"password":%q}`, local.Username, local.Password)
+		// A local cluster brokerbench secured checks tokens signed
+		// with a key of its password (see tokenKey).
+		var err error
+		if c.authPlugin, c.authData, err = localTokenAuth(local.Username, local.Password); err != nil {
+			s.Fail("common", "authentication.plugin", "a token for the local cluster: %v", err)
+		}
 	}
 	if c.authPlugin != "" {
 		var err error

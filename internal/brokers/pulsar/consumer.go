@@ -35,7 +35,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 		if errors.As(err, &pe) && pe.Result() == pulsar.ConsumerBusy && d.cfg.subscriptionType == pulsar.Exclusive {
 			err = fmt.Errorf("%w: an Exclusive subscription admits one consumer; for more, set consumerConfig subscriptionType to Failover, Shared or Key_Shared", err)
 		}
-		return nil, err
+		return nil, d.clientError(ctx, err)
 	}
 	c := &consumer{pc: pc, consume: consume, ordered: ordered(d.cfg.subscriptionType), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.receive()

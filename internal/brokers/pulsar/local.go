@@ -43,7 +43,8 @@ func NewLocal(port, brokers int) *local.Cluster {
 // WebSocket service. Each broker node serves the binary protocol on its
 // "client" port and the admin API, topic lookups and its metrics on its
 // "http" port; its bookie listens on the "bookie" port, and the
-// ZooKeeper node on its "zookeeper" port.
+// ZooKeeper node on its "zookeeper" port. Secured (see Listeners), a
+// broker also serves both over TLS, and asks every client for a token.
 type Kind struct{}
 
 var (
@@ -93,22 +94,29 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 	return os.WriteFile(done, []byte(Version+"\n"), 0o644)
 }
 
-// usualPort and usualHTTPPort are Pulsar's own defaults: the binary
-// protocol's port and the admin API's.
+// usualPort, usualHTTPPort and usualHTTPSPort are Pulsar's own
+// defaults: the binary protocol's port and the admin API's, plain and
+// over TLS.
 const (
-	usualPort     = 6650
-	usualHTTPPort = 8080
+	usualPort      = 6650
+	usualHTTPPort  = 8080
+	usualHTTPSPort = 8443
 )
 
 // Layout implements local.Kind: one standalone node for one broker, on
 // 127.0.0.1; else the ZooKeeper node (id 101, on 127.0.2.1), first as it
-// starts first, then broker node i on 127.0.1.i. On Pulsar's usual client
-// port, 6650, a broker's admin API is on its usual port, 8080, where free
-// (OMB's pulsar.yaml names both).
+// starts first, then broker node i on 127.0.1.i. A broker node has a
+// port for the binary protocol of each listener served (its first on
+// "client"), the admin API's plain port ("http", which health checks
+// and metrics use, and which asks for a token too on a secured
+// cluster), and on a cluster serving "tls" the admin API's TLS port
+// ("https"). On Pulsar's usual client port, 6650, the admin API's ports
+// are its usual ones, 8080 and 8443, where free (OMB's pulsar.yaml names
+// them).
 func (Kind) Layout(c *local.Cluster) []*local.Node {
-	http := 0
+	http, https := 0, 0
 	if c.Port == usualPort {
-		http = usualHTTPPort
+		http, https = usualHTTPPort, usualHTTPSPort
 	}
 	var nodes []*local.Node
 	if c.Brokers > 1 {
@@ -116,16 +124,29 @@ func (Kind) Layout(c *local.Cluster) []*local.Node {
 			Ports: map[string]int{"zookeeper": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", zookeeperNodeID))})
 	}
 	for i := 1; i <= c.Brokers; i++ {
-		nodes = append(nodes, &local.Node{ID: i, Roles: []string{"broker", "bookie"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
-			Ports: map[string]int{"client": 0, "http": http, "bookie": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))})
+		n := &local.Node{ID: i, Roles: []string{"broker", "bookie"}, Host: local.LoopbackHost(c.Brokers == 1, false, i),
+			Ports: map[string]int{"client": 0, "http": http, "bookie": 0}, Dir: filepath.Join(c.StateDir, fmt.Sprintf("node-%d", i))}
+		for _, l := range c.ServedListeners() {
+			n.Ports[c.ListenerKey(l)] = 0
+		}
+		if c.Serving("tls") {
+			n.Ports["https"] = https
+		}
+		nodes = append(nodes, n)
 	}
 	return nodes
 }
 
 // Configure implements local.Kind: each node's config files and log
-// config. A fresh standalone node's metadata and ledgers are created by
-// its first start; a fresh cluster's by Initialize.
+// config, and a secured cluster's security files (see tokenKeyFile). A
+// fresh standalone node's metadata and ledgers are created by its first
+// start; a fresh cluster's by Initialize.
 func (Kind) Configure(ctx context.Context, c *local.Cluster, fresh bool) error {
+	if sec := c.Security(); sec != nil {
+		if err := writeSecurityFiles(c, sec); err != nil {
+			return fmt.Errorf("write the Pulsar security files: %w", err)
+		}
+	}
 	zk := zookeeperNode(c.Nodes())
 	for _, n := range c.Nodes() {
 		files := map[string]string{"log4j2.xml": pulsarLog4j}
@@ -153,7 +174,7 @@ func standaloneConfig(c *local.Cluster, n *local.Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by brokerbench: node %d of a %d-node Pulsar standalone cluster on loopback.\n", n.ID, c.Brokers)
 	b.WriteString("clusterName=standalone\n")
-	writeBrokerSettings(&b, n, persistenceFor(1))
+	writeBrokerSettings(&b, c, n, persistenceFor(1))
 	// The bookie: its port, on the loopback interface's address (the one
 	// advertised) rather than every interface.
 	fmt.Fprintf(&b, "bookiePort=%d\nallowEphemeralPorts=true\nlisteningInterface=lo\n", n.Ports["bookie"])
@@ -161,12 +182,18 @@ func standaloneConfig(c *local.Cluster, n *local.Node) string {
 }
 
 // writeBrokerSettings writes to b the broker settings a standalone node
-// and a cluster's broker share: node n's address and ports, ledgers of
-// persistence p by default, and the services brokerbench does not use
-// left off.
-func writeBrokerSettings(b *strings.Builder, n *local.Node, p persistence) {
+// and a cluster's broker share: node n's address and ports, its TLS and
+// authentication when c is secured, ledgers of persistence p by default,
+// and the services brokerbench does not use left off.
+func writeBrokerSettings(b *strings.Builder, c *local.Cluster, n *local.Node, p persistence) {
 	fmt.Fprintf(b, "advertisedAddress=%s\nbindAddress=%[1]s\n", n.Host)
-	fmt.Fprintf(b, "brokerServicePort=%d\nwebServicePort=%d\n", n.Ports["client"], n.Ports["http"])
+	if c.Serving("plain") {
+		fmt.Fprintf(b, "brokerServicePort=%d\n", n.Ports[c.ListenerKey("plain")])
+	} else {
+		b.WriteString("brokerServicePort=\n")
+	}
+	fmt.Fprintf(b, "webServicePort=%d\n", n.Ports["http"])
+	writeSecuritySettings(b, c, n)
 	fmt.Fprintf(b, "managedLedgerDefaultEnsembleSize=%d\nmanagedLedgerDefaultWriteQuorum=%d\nmanagedLedgerDefaultAckQuorum=%d\n", p.ensemble, p.write, p.ack)
 	// Metrics by namespace, not by topic: a run's partitions would
 	// each be series of their own.
@@ -253,7 +280,7 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := healthy(ctx, "http://"+n.Addr("http")); err != nil {
+			if err := healthy(ctx, c, "http://"+n.Addr("http")); err != nil {
 				errs[i] = fmt.Errorf("node %d: %w", n.ID, err)
 			}
 		}()
@@ -265,16 +292,20 @@ func (Kind) Ready(ctx context.Context, c *local.Cluster) error {
 	if c.Brokers == 1 {
 		return nil
 	}
-	return clusterReady(ctx, brokers)
+	return clusterReady(ctx, c, brokers)
 }
 
-// healthy returns nil once the broker whose admin API is at base answers
-// its health check with "ok".
-func healthy(ctx context.Context, base string) error {
+// healthy returns nil once the broker of c whose admin API is at base
+// answers its health check with "ok".
+func healthy(ctx context.Context, c *local.Cluster, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	a, err := localAdmin(c, base)
+	if err != nil {
+		return err
+	}
 	var answer string
-	if err := localAdmin(base).do(ctx, http.MethodGet, "/admin/v2/brokers/health", nil, &answer); err != nil {
+	if err := a.do(ctx, http.MethodGet, "/admin/v2/brokers/health", nil, &answer); err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}
 	if answer != "ok" {
@@ -283,18 +314,31 @@ func healthy(ctx context.Context, base string) error {
 	return nil
 }
 
-// localAdmin is an admin client of a local node's admin API at base,
-// which asks for no credentials.
-func localAdmin(base string) *admin { return &admin{base: base, hc: http.DefaultClient} }
-
 // localEndpoints are the addresses a driver is given of a running local
-// cluster: every broker's binary protocol, then every broker's admin API.
-func localEndpoints(st local.Status, _ string) []string {
+// cluster, whose listener ("plain", "tls"; "" or "client": its first) it
+// connects to: every broker's binary protocol on that listener, then
+// every broker's admin API on it (pulsar+ssl:// and https:// for "tls");
+// a cluster that records no listeners serves its plain one alone.
+func localEndpoints(st local.Status, listener string) []string {
+	key, tls := "client", false
+	if len(st.Listeners) > 0 {
+		if listener == "" || listener == "client" {
+			listener = st.Listeners[0]
+		}
+		tls = listener == "tls"
+		if listener != st.Listeners[0] {
+			key = listener
+		}
+	}
+	scheme, adminScheme, adminKey := "pulsar", "http", "http"
+	if tls {
+		scheme, adminScheme, adminKey = "pulsar+ssl", "https", "https"
+	}
 	var service, admin []string
 	for _, n := range st.Nodes {
-		if _, ok := n.Ports["client"]; ok {
-			service = append(service, fmt.Sprintf("pulsar://%s:%d", n.Host, n.Ports["client"]))
-			admin = append(admin, fmt.Sprintf("http://%s:%d", n.Host, n.Ports["http"]))
+		if _, ok := n.Ports[key]; ok && n.HasRole("broker") {
+			service = append(service, fmt.Sprintf("%s://%s:%d", scheme, n.Host, n.Ports[key]))
+			admin = append(admin, fmt.Sprintf("%s://%s:%d", adminScheme, n.Host, n.Ports[adminKey]))
 		}
 	}
 	return append(service, admin...)

@@ -1,13 +1,23 @@
 package pulsar
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/local"
+	"github.com/brokerbench/brokerbench/internal/pki"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // TestLocalNode: a standalone node's config and command put every
@@ -136,5 +146,126 @@ func TestLocalCluster(t *testing.T) {
 	cfg, err := parseConfig(ombDriver(t, "pulsar.yaml"), want, nil)
 	if err != nil || cfg.serviceURL != "pulsar://127.0.1.1:6650,127.0.1.2:6650,127.0.1.3:6650" || cfg.persistence != (persistence{3, 3, 2}) || cfg.clusters[0] != clusterName {
 		t.Errorf("OMB's pulsar.yaml given the cluster's endpoints: %+v, %v", cfg, err)
+	}
+}
+
+// TestLocalNodeSecured: a secured standalone node serves the binary
+// protocol and the admin API over TLS on ports of their own besides its
+// plain ones, asks every client for a token its key signed, and its own
+// client presents the user's; a driver of its tls listener is given
+// pulsar+ssl:// and https:// addresses.
+func TestLocalNodeSecured(t *testing.T) {
+	c := NewLocal(6650, 1)
+	c.StateDir, c.Listeners = t.TempDir(), []string{"plain", "tls"}
+	nodes := Kind{}.Layout(c)
+	n := nodes[0]
+	if _, ok := n.Ports["tls"]; !ok || n.Ports["https"] != usualHTTPSPort || n.Ports["http"] != usualHTTPPort {
+		t.Fatalf("ports %v: want a tls port, https on 8443 and http on 8080", n.Ports)
+	}
+	n.Ports = map[string]int{"client": 6650, "tls": 6651, "http": 8080, "https": 8443, "bookie": 41181}
+	sec := c.Security()
+	conf := standaloneConfig(c, n)
+	for _, want := range []string{"brokerServicePort=6650\n", "webServicePort=8080\n", "brokerServicePortTls=6651\n", "webServicePortTls=8443\n",
+		"tlsCertificateFilePath=" + nodeCertFile(sec, n) + "\n", "tlsKeyFilePath=" + nodeKeyFile(sec, n) + "\n", "tlsTrustCertsFilePath=" + sec.CAFile + "\n",
+		"authenticationEnabled=true\n", "authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken\n",
+		"tokenSecretKey=file://" + sec.Dir + "/" + tokenKeyFile + "\n", "superUserRoles=brokerbench\n",
+		"brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\n",
+		"brokerClientAuthenticationParameters=file://" + sec.Dir + "/" + brokerTokenFile + "\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("standalone.conf lacks %q:\n%s", strings.TrimSpace(want), conf)
+		}
+	}
+	if strings.Contains(conf, "brokerClientTlsEnabled") {
+		t.Errorf("the broker's own client uses TLS although the plain listener is served:\n%s", conf)
+	}
+	st := local.Status{Bootstrap: []string{"127.0.0.1:6650"}, Listeners: c.Listeners, Nodes: []local.NodeStatus{{Node: *n}}}
+	for listener, want := range map[string][]string{
+		"":      {"pulsar://127.0.0.1:6650", "http://127.0.0.1:8080"},
+		"plain": {"pulsar://127.0.0.1:6650", "http://127.0.0.1:8080"},
+		"tls":   {"pulsar+ssl://127.0.0.1:6651", "https://127.0.0.1:8443"},
+	} {
+		if got := localEndpoints(st, listener); !slices.Equal(got, want) {
+			t.Errorf("endpoints of listener %q: %v, want %v", listener, got, want)
+		}
+	}
+	if got := localListener(&workload.DriverConfig{Common: workload.Properties{{Key: "tls", Value: "true"}}}); got != "tls" {
+		t.Errorf("a driver config asking for TLS connects to listener %q", got)
+	}
+
+	// Served over TLS alone, the node has no plain binary port, and its
+	// own client goes over TLS.
+	c.Listeners = []string{"tls"}
+	n.Ports = map[string]int{"client": 6651, "http": 8080, "https": 8443, "bookie": 41181}
+	conf = standaloneConfig(c, n)
+	for _, want := range []string{"brokerServicePort=\n", "brokerServicePortTls=6651\n", "brokerClientTlsEnabled=true\n", "brokerClientTrustCertsFilePath=" + sec.CAFile + "\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("standalone.conf over TLS alone lacks %q:\n%s", strings.TrimSpace(want), conf)
+		}
+	}
+}
+
+// TestLocalTokens: a token is signed with a key of the cluster's
+// password, 256 bits as Pulsar asks, and names the user; a driver given
+// the local cluster's credentials presents it.
+func TestLocalTokens(t *testing.T) {
+	if k := tokenKey("password"); len(k) != 32 || string(k) == string(tokenKey("other")) {
+		t.Fatalf("token key %x: want 32 bytes of the password's own", k)
+	}
+	token, err := localToken("brokerbench", "password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pw, valid := range map[string]bool{"password": true, "other": false} {
+		claims := jwt.RegisteredClaims{}
+		_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return tokenKey(pw), nil }, jwt.WithValidMethods([]string{"HS256"}))
+		if (err == nil) != valid || valid && claims.Subject != "brokerbench" {
+			t.Errorf("token checked with the key of %q: %v, subject %q", pw, err, claims.Subject)
+		}
+	}
+	cfg, err := parseConfig(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1}, nil, &driver.Credentials{Username: "brokerbench", Password: "password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"token":"` + token + `"}`; cfg.authPlugin != "token" || cfg.authData != want {
+		t.Errorf("a driver of the local cluster authenticates with %s %s, want token %s", cfg.authPlugin, cfg.authData, want)
+	}
+}
+
+// TestPulsarKeyPair: a node's key store becomes the certificate chain
+// and the PKCS#8 key Pulsar reads, which make a key pair again.
+func TestPulsarKeyPair(t *testing.T) {
+	ca, err := pki.NewAuthority("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue("node", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := leaf.KeyStorePEM(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "node.pem")
+	if err := os.WriteFile(file, ks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs, key, err := pulsarKeyPair(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(key)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		t.Fatalf("key %q: want a PKCS#8 PEM", key)
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
+		t.Errorf("key: %v", err)
+	}
+	pair, err := tls.X509KeyPair(certs, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pair.Certificate) != 2 {
+		t.Errorf("chain of %d certificates, want the node's and the authority's", len(pair.Certificate))
 	}
 }

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func brokerConfig(c *local.Cluster, n, zk *local.Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by brokerbench: broker %d of a %d-broker Pulsar cluster on loopback.\n", n.ID, c.Brokers)
 	fmt.Fprintf(&b, "clusterName=%s\nmetadataStoreUrl=%s\nconfigurationMetadataStoreUrl=%[2]s\n", clusterName, store)
-	writeBrokerSettings(&b, n, persistenceFor(min(3, c.Brokers)))
+	writeBrokerSettings(&b, c, n, persistenceFor(min(3, c.Brokers)))
 	// A cluster's nodes stop together: a broker closing its ledgers on
 	// bookies that are gone halts after 10 s, not after Pulsar's 60 s,
 	// longer than brokerbench waits before a SIGKILL.
@@ -133,18 +134,20 @@ func (Kind) NodeReady(ctx context.Context, c *local.Cluster, n *local.Node) erro
 
 // Initialize implements local.Initializer: once a new cluster's
 // ZooKeeper node serves, PulsarClusterMetadataSetup writes cluster
-// "local" (its brokers' URLs), the BookKeeper metadata the bookies
-// register in, and the public/default namespace, before any broker
-// starts.
+// "local" (its brokers' URLs, over TLS too when it serves "tls"), the
+// BookKeeper metadata the bookies register in, and the public/default
+// namespace, before any broker starts.
 func (Kind) Initialize(ctx context.Context, c *local.Cluster, n *local.Node) error {
 	if !n.HasRole("zookeeper") {
 		return nil
 	}
-	var web, service []string
+	var web, service, webTLS, serviceTLS []string
 	for _, b := range c.Nodes() {
 		if b.HasRole("broker") {
 			web = append(web, b.Addr("http"))
-			service = append(service, b.Addr("client"))
+			service = append(service, b.Addr(c.ListenerKey("plain")))
+			webTLS = append(webTLS, b.Addr("https"))
+			serviceTLS = append(serviceTLS, b.Addr(c.ListenerKey("tls")))
 		}
 	}
 	store := "zk:" + n.Addr("zookeeper")
@@ -152,7 +155,13 @@ func (Kind) Initialize(ctx context.Context, c *local.Cluster, n *local.Node) err
 	defer cancel()
 	argv := append(java(c, n, 256), "org.apache.pulsar.PulsarClusterMetadataSetup", "--cluster", clusterName,
 		"--metadata-store", store, "--configuration-metadata-store", store,
-		"--web-service-url", "http://"+strings.Join(web, ","), "--broker-service-url", "pulsar://"+strings.Join(service, ","))
+		"--web-service-url", "http://"+strings.Join(web, ","))
+	if c.Serving("plain") {
+		argv = append(argv, "--broker-service-url", "pulsar://"+strings.Join(service, ","))
+	}
+	if c.Serving("tls") {
+		argv = append(argv, "--web-service-url-tls", "https://"+strings.Join(webTLS, ","), "--broker-service-url-tls", "pulsar+ssl://"+strings.Join(serviceTLS, ","))
+	}
 	if c.Log != nil {
 		fmt.Fprintf(c.Log, "writing cluster %q into ZooKeeper at %s (PulsarClusterMetadataSetup)\n", clusterName, n.Addr("zookeeper"))
 	}
@@ -162,18 +171,22 @@ func (Kind) Initialize(ctx context.Context, c *local.Cluster, n *local.Node) err
 	return nil
 }
 
-// clusterReady returns nil once every one of brokers is registered in
-// the cluster, as each of them sees it, and a topic's lookup names one
-// of them.
-func clusterReady(ctx context.Context, brokers []*local.Node) error {
+// clusterReady returns nil once every one of brokers of c is registered
+// in the cluster, as each of them sees it, and a topic's lookup names
+// one of them.
+func clusterReady(ctx context.Context, c *local.Cluster, brokers []*local.Node) error {
 	var want []string
 	for _, n := range brokers {
 		want = append(want, n.Addr("http"))
 	}
 	slices.Sort(want)
 	for _, n := range brokers {
+		a, err := localAdmin(c, "http://"+n.Addr("http"))
+		if err != nil {
+			return err
+		}
 		var active []string
-		if err := localAdmin("http://"+n.Addr("http")).do(ctx, http.MethodGet, "/admin/v2/brokers/"+clusterName, nil, &active); err != nil {
+		if err := a.do(ctx, http.MethodGet, "/admin/v2/brokers/"+clusterName, nil, &active); err != nil {
 			return fmt.Errorf("node %d: %w", n.ID, err)
 		}
 		slices.Sort(active)
@@ -182,15 +195,20 @@ func clusterReady(ctx context.Context, brokers []*local.Node) error {
 		}
 	}
 	var lookup struct {
-		BrokerURL string `json:"brokerUrl"`
+		BrokerURL    string `json:"brokerUrl"`
+		BrokerURLTLS string `json:"brokerUrlTls"`
 	}
-	if err := localAdmin("http://"+brokers[0].Addr("http")).do(ctx, http.MethodGet, "/lookup/v2/topic/persistent/public/default/brokerbench-ready", nil, &lookup); err != nil {
+	a, err := localAdmin(c, "http://"+brokers[0].Addr("http"))
+	if err != nil {
+		return err
+	}
+	if err := a.do(ctx, http.MethodGet, "/lookup/v2/topic/persistent/public/default/brokerbench-ready", nil, &lookup); err != nil {
 		return fmt.Errorf("topic lookup: %w", err)
 	}
 	for _, n := range brokers {
-		if lookup.BrokerURL == "pulsar://"+n.Addr("client") {
+		if lookup.BrokerURL == "pulsar://"+n.Addr(c.ListenerKey("plain")) || lookup.BrokerURL == "" && lookup.BrokerURLTLS == "pulsar+ssl://"+n.Addr(c.ListenerKey("tls")) {
 			return nil
 		}
 	}
-	return fmt.Errorf("a topic's lookup names %q, none of the cluster's brokers", lookup.BrokerURL)
+	return fmt.Errorf("a topic's lookup names %q, none of the cluster's brokers", cmp.Or(lookup.BrokerURL, lookup.BrokerURLTLS))
 }

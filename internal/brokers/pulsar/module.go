@@ -3,6 +3,7 @@ package pulsar
 import (
 	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/driver"
+	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
 // LocalKind is the kind of local cluster brokerbench starts for Pulsar:
@@ -15,12 +16,13 @@ var LocalKind = &brokers.Local{Kind: "pulsar", Port: usualPort, New: NewLocal, M
 		"is a standalone node on 127.0.0.1:6650: broker, bookie and metadata store in one JVM, " +
 		"its admin API on a port of its own. --brokers 2 to 5 start a cluster: broker i with its " +
 		"bookie on 127.0.1.i, ZooKeeper on 127.0.2.1, ledgers on 3 bookies (2 of 2 for 2 brokers), acknowledged by 2. " +
-		"--heap-mb sets each broker's heap.",
+		"--heap-mb sets each broker's heap. --security plain,tls adds the binary protocol and the admin API " +
+		"over TLS and has every listener ask for a token (signed with a key of the cluster's password).",
 }
 
 func init() {
 	brokers.Register(brokers.Module{
-		Name: "pulsar", New: New, EndpointSettings: []string{"serviceUrl", "httpUrl"},
+		Name: "pulsar", New: New, EndpointSettings: []string{"serviceUrl", "httpUrl"}, LocalListener: localListener,
 		// Replication is the namespace's persistence policy (ensemble,
 		// write and ack quorums). The written count is the topics'
 		// message-in counter; with deduplication on the driver gives
@@ -31,4 +33,13 @@ func init() {
 		OMBClasses:   []string{"io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"},
 		Docs:         "docs/drivers/pulsar.md",
 	})
+}
+
+// localListener is the local cluster's listener a driver config connects
+// to: "tls" when it asks for TLS.
+func localListener(dc *workload.DriverConfig) string {
+	if v, _ := dc.Common.Get("tls"); v == "true" {
+		return "tls"
+	}
+	return "plain"
 }

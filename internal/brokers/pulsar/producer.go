@@ -43,7 +43,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	}
 	if err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("pulsar producer of topic %q: %w", spec.Topic, err)
+		return nil, d.clientError(ctx, fmt.Errorf("pulsar producer of topic %q: %w", spec.Topic, err))
 	}
 	p := &producer{cl: cl, pp: pp, ack: ack}
 	if c.sendTimeout > 0 {

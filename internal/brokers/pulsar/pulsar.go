@@ -145,6 +145,22 @@ func (d *Driver) unreachable(err error) error {
 	return fmt.Errorf("pulsar admin API at %s: %w (is the broker running, and is httpUrl its admin port?)", d.admin.base, err)
 }
 
+// clientError explains err, the client's failure to make a producer or
+// a consumer: the Go client reports a broker refusing its credentials or
+// its certificate as a connection error, retried until its operation
+// timeout (30 s); the admin API, which takes the same credentials and
+// TLS settings, tells a refusal (driver.ErrRefused, with what to check)
+// apart from a broker that does not answer.
+func (d *Driver) clientError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	if _, aerr := d.BrokerVersion(ctx); errors.Is(aerr, driver.ErrRefused) {
+		return driver.Refused(fmt.Errorf("%w; the admin API refuses the same settings: %v", err, aerr))
+	}
+	return err
+}
+
 // BrokerVersion implements driver.Driver: the version the admin API
 // reports.
 func (d *Driver) BrokerVersion(ctx context.Context) (string, error) {

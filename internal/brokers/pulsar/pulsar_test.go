@@ -22,26 +22,112 @@ import (
 	"github.com/brokerbench/brokerbench/internal/brokers/brokertest"
 	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/driver/drivertest"
+	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/testbroker"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
-// server is the Pulsar standalone node the tests start, on ports of their
-// own, when the first test that needs it asks.
-var server = testbroker.NewLazyLocal("pulsar", 29650)
+// server is the Pulsar standalone node the tests start, secured (a token
+// asked for on every listener, and a TLS one), on ports of their own,
+// when the first test that needs it asks.
+var server = testbroker.NewLazyLocalWith("pulsar", 29650, func(c *local.Cluster) { c.Listeners = []string{"plain", "tls"} })
 
 func TestMain(m *testing.M) { server.Main(m) }
 
-// connect returns a driver of the test broker with the common settings
-// given; the caller closes it.
+// connect returns a driver of the test broker's plain listener with the
+// common settings given, and the broker's credentials; the caller closes
+// it.
 func connect(t *testing.T, common workload.Properties) driver.Driver {
 	t.Helper()
-	d, err := New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common},
-		driver.Options{Endpoints: LocalKind.Endpoints(server.Get(t).Cluster.Status(), "")})
+	d, err := connectListener(t, "plain", common, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// connectListener returns a driver of the test broker's listener with
+// the common settings given, and with the broker's credentials if creds
+// (else trusting its authority alone).
+func connectListener(t *testing.T, listener string, common workload.Properties, creds bool) (driver.Driver, error) {
+	t.Helper()
+	c := server.Get(t).Cluster
+	sec := c.Security()
+	cr := &driver.Credentials{CAFile: sec.CAFile}
+	if creds {
+		pw, err := sec.Password()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr.Username, cr.Password = sec.Username, pw
+	}
+	return New(&workload.DriverConfig{Name: "pulsar", Source: "test", ReplicationFactor: 1, Common: common},
+		driver.Options{Endpoints: LocalKind.Endpoints(c.Status(), listener), Credentials: cr})
+}
+
+// TestSecurity: the broker's TLS listener serves the binary protocol and
+// the admin API to a client trusting its authority with its token; a
+// client without a token, or with a token the broker did not sign, is
+// refused on either listener, and told which settings to check.
+func TestSecurity(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := connectListener(t, "tls", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if cfg := d.(*Driver).cfg; !strings.HasPrefix(cfg.serviceURL, "pulsar+ssl://") || !strings.HasPrefix(cfg.httpURL, "https://") {
+		t.Fatalf("the tls listener's endpoints: %s and %s; want pulsar+ssl:// and https://", cfg.serviceURL, cfg.httpURL)
+	}
+	if v, err := d.BrokerVersion(ctx); err != nil || !strings.HasPrefix(v, "Apache Pulsar ") {
+		t.Errorf("over TLS: BrokerVersion = %q, %v", v, err)
+	}
+	topic := "bb-tls-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := d.CreateTopic(ctx, driver.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.DeleteTopic(ctx, topic)
+	produce(ctx, t, d, topic, 10)
+
+	wrongToken, err := localToken(local.Username, "not the cluster's password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each case waits out the client's operation timeout (30 s) before
+	// the producer fails: they run together, in a group the topic
+	// outlives.
+	t.Run("refused", func(t *testing.T) {
+		for _, c := range []struct {
+			name, listener string
+			common         workload.Properties
+		}{
+			{"no token, plain", "plain", nil},
+			{"no token, tls", "tls", nil},
+			{"a token of another key, tls", "tls", workload.Properties{{Key: "authentication.plugin", Value: "token"}, {Key: "authentication.data", Value: "token:" + wrongToken}}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				d, err := connectListener(t, c.listener, c.common, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				if _, err := d.BrokerVersion(ctx); !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "authentication.plugin") {
+					t.Errorf("BrokerVersion: %v; want a refusal naming authentication.plugin", err)
+				}
+				p, err := d.NewProducer(ctx, driver.ProducerSpec{Topic: topic, MaxMessageBytes: 64, MaxInFlight: 1}, func(*driver.Message, error) {})
+				if err == nil {
+					p.Close()
+				}
+				if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "authentication.plugin") {
+					t.Errorf("NewProducer: %v; want a refusal naming authentication.plugin", err)
+				}
+			})
+		}
+	})
 }
 
 // target is the conformance suite's target: the test broker with the
