@@ -139,8 +139,8 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 	c.tls = driver.ClientTLS(s, false, local)
 	c.maxAttempts = s.Int("producer", "maxAttempts", 1)
 	c.maxRequests = s.Int("producer", "maxInFlightRequests", 1)
-	c.timeout = time.Duration(s.Int("common", "requestTimeoutMs", 1)) * time.Millisecond
-	c.invisible = time.Duration(s.Int("consumer", "invisibleDurationMs", 10000)) * time.Millisecond
+	c.timeout = millis(s, "common", "requestTimeoutMs", 1, time.Hour)
+	c.invisible = millis(s, "consumer", "invisibleDurationMs", 10000, 12*time.Hour)
 	c.receiveBatch = s.Int("consumer", "receiveBatchSize", 1)
 	if c.receiveBatch > 32 {
 		s.Fail("consumer", "receiveBatchSize", "must be at most 32, the proxy's batch, got %d", c.receiveBatch)
@@ -153,6 +153,18 @@ func parseConfig(dc *workload.DriverConfig, endpoints []string, local *driver.Cr
 		{Key: "grpcEndpoint", Value: c.grpcEndpoint}, {Key: "namesrvAddr", Value: strings.Join(c.namesrv, ";")},
 	}, c.effective["common"]...)
 	return c, nil
+}
+
+// millis returns a setting in milliseconds, from lo to hi, recording an
+// error located where it was set if it is outside (a duration of more
+// than hi would overflow or mean nothing to the proxy).
+func millis(s *driver.Settings, section, key string, lo int, hi time.Duration) time.Duration {
+	ms := s.Int(section, key, lo)
+	if ms > int(hi.Milliseconds()) {
+		s.Fail(section, key, "must be at most %d (%s), got %d", hi.Milliseconds(), hi, ms)
+		return hi
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // splitAddrs splits ';'-separated host:port addresses, as RocketMQ's
