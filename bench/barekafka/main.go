@@ -9,6 +9,9 @@
 //	barekafka produce -broker 127.0.0.1:9092 -topic t -records 8000000 -size 100
 //	barekafka consume -broker 127.0.0.1:9092 -topic t -records 8000000
 //
+// -cpuprofile FILE writes a CPU profile of the run, to set beside
+// brokerbench's (run --pprof).
+//
 // It prints one line: "records=N seconds=S rate=R" (S from the first send or
 // poll to the last acknowledgement or record, client start-up excluded).
 package main
@@ -23,6 +26,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerbench/brokerbench/bench/toolcompare"
 )
 
 func main() {
@@ -35,17 +40,21 @@ func main() {
 	topic := fs.String("topic", "", "topic")
 	records := fs.Int64("records", 1_000_000, "records to produce or consume")
 	size := fs.Int("size", 100, "record value size in bytes (produce)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = fs.Parse(os.Args[2:])
 	if *topic == "" || *records <= 0 {
 		fmt.Fprintln(os.Stderr, "barekafka: -topic and a positive -records are required")
 		os.Exit(2)
 	}
 	var secs float64
-	var err error
-	if os.Args[1] == "produce" {
-		secs, err = produce(*broker, *topic, *records, *size)
-	} else {
-		secs, err = consume(*broker, *topic, *records)
+	stop, err := toolcompare.CPUProfile(*cpuProfile)
+	if err == nil {
+		if os.Args[1] == "produce" {
+			secs, err = produce(*broker, *topic, *records, *size)
+		} else {
+			secs, err = consume(*broker, *topic, *records)
+		}
+		stop()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "barekafka:", err)
