@@ -384,7 +384,7 @@ func (in *runInput) executor(io IO, o *RunOptions, tgt *Target) (exec func(conte
 		runOnce = func(ctx context.Context, cfg runner.Config) (*results.Run, error) {
 			// The driver travels as text, with the addresses and
 			// credentials of the broker the session connected to.
-			src, err := driverSource(in.dc, o.DriverFile, in.path, in.w, tgt.connected, tgt.connected.Credentials != nil && !tgt.plainListener(in.dc))
+			src, err := driverSource(in.dc, o.DriverFile, in.path, in.w, tgt.connected, tgt.needsCredentials(in.dc))
 			if err != nil {
 				return nil, err
 			}

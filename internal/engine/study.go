@@ -326,7 +326,7 @@ type localWorkerPool map[int]*distributed.LocalWorkers
 // runner returns a run function that spreads a run with driver dc over n
 // local workers.
 func (p localWorkerPool) runner(n int, dc *workload.DriverConfig, tgt *Target) (func(context.Context, runner.Config) (*results.Run, error), error) {
-	if tgt.connected.Credentials != nil && !tgt.plainListener(dc) {
+	if tgt.needsCredentials(dc) {
 		return nil, errors.New("workers cannot use the credentials of a secured local cluster yet")
 	}
 	src, err := distributed.NewConfigSource(dc, tgt.connected.Endpoints)

@@ -267,19 +267,20 @@ func (t *Target) driverOptions(ctx context.Context, dc *workload.DriverConfig) (
 	return opts, nil
 }
 
-// plainListener reports whether dc reaches the local cluster on its plain
-// listener, where clients need no credentials.
-func (t *Target) plainListener(dc *workload.DriverConfig) bool {
+// needsCredentials reports whether a driver for dc, as the session
+// connected it, needs the local cluster's credentials: the cluster is
+// secured and the listener dc connects to asks for some of them (see
+// local.Securer.OpenListeners).
+func (t *Target) needsCredentials(dc *workload.DriverConfig) bool {
+	if t.connected.Credentials == nil || t.cluster == nil {
+		return false
+	}
 	reg, _ := brokers.Lookup(dc.Name)
 	listener := ""
 	if reg.LocalListener != nil {
 		listener = reg.LocalListener(dc)
 	}
-	if listener == "" || listener == "client" || t.cluster == nil {
-		return true
-	}
-	s, ok := t.cluster.Kind.(local.Securer)
-	return !ok || s.Listeners()[0] == listener
+	return t.cluster.AsksForCredentials(listener)
 }
 
 // startCluster makes the local cluster that serves runs that need need

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
+	"github.com/brokerbench/brokerbench/internal/distributed"
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
@@ -265,6 +268,72 @@ func TestWithPassword(t *testing.T) {
 	} {
 		if got := withPassword(tc.url, tc.sec); got != tc.want {
 			t.Errorf("withPassword(%s, secured %v) = %s, want %s", tc.url, tc.sec != nil, got, tc.want)
+		}
+	}
+}
+
+// TestWorkersNeedCredentials: workers do not get a secured local
+// cluster's credentials, so a run spread over them is refused with the
+// engine's message, by a run's executor (driverSource) and by a study's
+// worker pool alike, when the listener its driver connects to asks for
+// them, the plain one included where the kind's does (Mosquitto, NSQ);
+// it goes ahead on a listener that asks for none (Kafka's plaintext,
+// RabbitMQ's streams) and on a cluster that is not secured.
+func TestWorkersNeedCredentials(t *testing.T) {
+	props := func(kv ...string) workload.Properties {
+		var p workload.Properties
+		for i := 0; i < len(kv); i += 2 {
+			p = append(p, workload.Property{Key: kv[i], Value: kv[i+1]})
+		}
+		return p
+	}
+	const refusal = "workers cannot use the credentials of a secured local cluster yet"
+	for _, tc := range []struct {
+		name   string
+		kind   string
+		driver workload.DriverConfig
+		// secured: the cluster serves all of the kind's listeners.
+		secured bool
+		refused bool
+	}{
+		{"Mosquitto's plain listener asks for the password", "mosquitto", workload.DriverConfig{Name: "mqtt"}, true, true},
+		{"Mosquitto's TLS listener", "mosquitto", workload.DriverConfig{Name: "mqtt", Common: props("tls", "true")}, true, true},
+		{"an unsecured Mosquitto", "mosquitto", workload.DriverConfig{Name: "mqtt"}, false, false},
+		{"NSQ's HTTP API asks for TLS and a certificate", "nsq", workload.DriverConfig{Name: "nsq"}, true, true},
+		{"Kafka's plaintext listener is open", "kafka", workload.DriverConfig{Name: "kafka"}, true, false},
+		{"Kafka's SASL_SSL listener", "kafka", workload.DriverConfig{Name: "kafka", Common: props("security.protocol", "SASL_SSL")}, true, true},
+		{"RabbitMQ's plain stream listener is open", "rabbitmq", workload.DriverConfig{Name: "rabbitmq-stream"}, true, false},
+		{"RabbitMQ's stream listener over TLS", "rabbitmq", workload.DriverConfig{Name: "rabbitmq-stream", Common: props("tls", "true")}, true, true},
+	} {
+		c, err := brokers.NewLocal(tc.kind, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.StateDir = t.TempDir()
+		if tc.secured {
+			c.Listeners = c.Kind.(local.Securer).Listeners()
+		}
+		// The target as driverOptions leaves it on that cluster: the
+		// driver given the cluster's credentials when it has some.
+		tgt := newTarget(IO{}, "", LocalOptions{})
+		tgt.cluster = c
+		tgt.connected = driver.Options{Endpoints: []string{"127.0.0.1:1"}}
+		if sec := c.Security(); sec != nil {
+			tgt.connected.Credentials = &driver.Credentials{CAFile: sec.CAFile, CertFile: sec.ClientKeyStore, KeyFile: sec.ClientKeyStore, Username: sec.Username, Password: "unused"}
+		}
+		dc := tc.driver
+		dc.Source = tc.name
+		_, runErr := driverSource(&dc, "", "", &workload.Workload{}, tgt.connected, tgt.needsCredentials(&dc))
+		// A pool that has its workers already: nothing is started.
+		pool := localWorkerPool{2: &distributed.LocalWorkers{}}
+		_, studyErr := pool.runner(2, &dc, tgt)
+		for caller, err := range map[string]error{"run": runErr, "study": studyErr} {
+			if tc.refused && (err == nil || !strings.Contains(err.Error(), refusal)) {
+				t.Errorf("%s: %s: %v, want %q", tc.name, caller, err, refusal)
+			}
+			if !tc.refused && err != nil {
+				t.Errorf("%s: %s: %v, want no refusal", tc.name, caller, err)
+			}
 		}
 	}
 }

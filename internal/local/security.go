@@ -19,6 +19,16 @@ type Securer interface {
 	// Listeners are the client listeners the kind can serve, named for
 	// what they offer ("sasl_ssl"); the first is plain, the default.
 	Listeners() []string
+	// OpenListeners are the client listeners on which a node of a
+	// secured cluster lets in a client that brings nothing of the
+	// cluster's Security: neither trust in its authority, nor its client
+	// certificate, nor its user's password or anything made from it (a
+	// token). They are named as drivers name the listener they connect
+	// to: among Listeners, or a port of the kind's own that every node
+	// has (RabbitMQ's "stream"). Every other listener of a secured node
+	// asks a client for some of it; none: every listener does, the
+	// plain one included.
+	OpenListeners() []string
 }
 
 // Username is the user every secured local cluster knows.
@@ -150,6 +160,21 @@ func (c *Cluster) Secured() bool {
 		}
 	}
 	return false
+}
+
+// AsksForCredentials reports whether a client connecting on listener
+// ("" or "client": the first listener served) needs some of the
+// cluster's credentials: the cluster is secured and listener is not one
+// of its kind's OpenListeners.
+func (c *Cluster) AsksForCredentials(listener string) bool {
+	s, ok := c.Kind.(Securer)
+	if !ok || !c.Secured() {
+		return false
+	}
+	if listener == "" || listener == "client" {
+		listener = c.ServedListeners()[0]
+	}
+	return !slices.Contains(s.OpenListeners(), listener)
 }
 
 // Security returns where the cluster's credentials are; nil if it is not

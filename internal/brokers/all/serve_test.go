@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/brokerbench/brokerbench/internal/brokers"
 	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/brokers/nats"
 	"github.com/brokerbench/brokerbench/internal/brokers/rabbitmq"
@@ -35,5 +36,84 @@ func TestServe(t *testing.T) {
 		if !slices.Equal(c.Listeners, tc.want) {
 			t.Errorf("%s: Serve(%q) asks for %v, want %v", tc.kind.Name(), tc.listener, c.Listeners, tc.want)
 		}
+	}
+}
+
+// TestAsksForCredentials walks every local kind that can be secured:
+// on a secured cluster, its plain listener asks a client for the
+// cluster's credentials exactly where the kind's config says so, and
+// every other listener it can serve asks (they need at least trust in
+// the cluster's authority); what the kind declares open is a listener
+// it serves; an unsecured cluster asks on none.
+func TestAsksForCredentials(t *testing.T) {
+	// plainAsks says, per kind, whether a secured node asks a client for
+	// credentials on its plain listener, as the kind's config makes it.
+	plainAsks := map[string]bool{
+		"kafka":     false, // PLAINTEXT, no authorizer
+		"rabbitmq":  false, // guest stays, with its well-known password
+		"nats":      false, // allow_non_tls and no_auth_user
+		"redis":     false, // the default user stays without a password
+		"rocketmq":  false, // the proxy's permissive TLS, no user checked
+		"pulsar":    true,  // token authentication on every listener
+		"artemis":   true,  // the user's password on every acceptor
+		"mosquitto": true,  // allow_anonymous false, password_file, for every listener
+		"nsq":       true,  // TLS and a client certificate required on every port
+	}
+	// otherOpen are the listeners, besides the kind's own, that drivers
+	// connect to without credentials.
+	otherOpen := map[string][]string{"rabbitmq": {"stream"}}
+	securers := 0
+	for _, name := range brokers.LocalKinds() {
+		c, err := brokers.NewLocal(name, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := c.Kind.(local.Securer)
+		if !ok {
+			continue
+		}
+		securers++
+		want, known := plainAsks[name]
+		if !known {
+			t.Errorf("%s: a new kind that can be secured: say here whether its plain listener asks for credentials", name)
+			continue
+		}
+		c.StateDir = t.TempDir()
+		if c.AsksForCredentials("") || c.AsksForCredentials(s.Listeners()[0]) {
+			t.Errorf("%s: an unsecured cluster asks for credentials on its plain listener", name)
+		}
+		c.Listeners = s.Listeners()
+		if !c.Secured() {
+			t.Fatalf("%s: serving %v, the cluster is not secured", name, c.Listeners)
+		}
+		for _, l := range []string{"", "client", s.Listeners()[0]} {
+			if got := c.AsksForCredentials(l); got != want {
+				t.Errorf("%s: secured, listener %q asks for credentials: %v, want %v", name, l, got, want)
+			}
+		}
+		for _, l := range s.Listeners()[1:] {
+			if !c.AsksForCredentials(l) {
+				t.Errorf("%s: secured, listener %q asks for no credentials", name, l)
+			}
+		}
+		for _, l := range otherOpen[name] {
+			if c.AsksForCredentials(l) {
+				t.Errorf("%s: secured, listener %q asks for credentials", name, l)
+			}
+		}
+		ports := map[string]bool{}
+		for _, n := range c.Kind.Layout(c) {
+			for p := range n.Ports {
+				ports[p] = true
+			}
+		}
+		for _, l := range s.OpenListeners() {
+			if !slices.Contains(s.Listeners(), l) && !ports[l] {
+				t.Errorf("%s: open listener %q is neither one of its listeners %v nor a port of its nodes", name, l, s.Listeners())
+			}
+		}
+	}
+	if securers != len(plainAsks) {
+		t.Errorf("%d local kinds can be secured, want %d", securers, len(plainAsks))
 	}
 }

@@ -69,6 +69,11 @@ func (Kind) Version() string { return Version }
 // port of its own.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: none, since a secured broker
+// asks every client for the user's password, on every acceptor (the
+// properties login module in place of the guest one; see writeLogin).
+func (Kind) OpenListeners() []string { return nil }
+
 // home is the unpacked Artemis distribution under cacheDir.
 func home(cacheDir string) string {
 	return filepath.Join(cacheDir, "artemis-"+Version, "apache-artemis-"+Version)

@@ -168,6 +168,12 @@ func (Kind) Listeners() []string {
 	return []string{"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"}
 }
 
+// OpenListeners implements local.Securer: the plaintext listener, whose
+// protocol is PLAINTEXT and which no authorizer guards (nodeConfig sets
+// none); ssl asks for trust in the cluster's authority, the SASL
+// listeners for the user's password.
+func (Kind) OpenListeners() []string { return []string{"plaintext"} }
+
 // kafkaListenerPorts maps each of the cluster's client listeners to its
 // key in a node's ports: the first is "client", the others their own
 // names. Brokers talk to each other on the plaintext listener, or on an

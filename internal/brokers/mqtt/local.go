@@ -84,6 +84,12 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 // port of its own.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: none, since a secured server
+// refuses anonymous clients on every listener and asks for the user's
+// password (per_listener_settings false, allow_anonymous false and a
+// password_file; see Configure).
+func (Kind) OpenListeners() []string { return nil }
+
 // Layout implements local.Kind: one server, with a port per listener.
 func (Kind) Layout(c *local.Cluster) []*local.Node {
 	n := &local.Node{ID: 1, Roles: []string{"broker"}, Host: local.LoopbackHost(true, false, 1),

@@ -99,6 +99,11 @@ func (k Kind) Install(ctx context.Context, cacheDir string, logf func(string, ..
 // without credentials (nats-server serves both on one port).
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: the plain listener, where a
+// secured node lets a client without TLS or user in as its anonymous
+// user (allow_non_tls, no_auth_user; see Configure).
+func (Kind) OpenListeners() []string { return []string{"plain"} }
+
 // Layout implements local.Kind: node i on the cluster's loopback address, with a
 // route listener when there are several.
 func (Kind) Layout(c *local.Cluster) []*local.Node {

@@ -70,6 +70,11 @@ var (
 // it carries only addresses, never messages, in plain text.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: none, since a secured nsqd
+// asks every client for TLS and a certificate of the cluster's
+// authority (see Listeners), on its TCP port and its HTTP API alike.
+func (Kind) OpenListeners() []string { return nil }
+
 // httpsPort is the key of a secured nsqd's HTTPS API among its ports:
 // the "tls" listener's port, which drivers that connect to it are given
 // (see localEndpoints).

@@ -22,6 +22,11 @@ import (
 // cluster asks for a token on every listener.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: none, since a secured broker
+// asks every client for a token made from the cluster's password
+// (authenticationEnabled, on every listener; see writeSecuritySettings).
+func (Kind) OpenListeners() []string { return nil }
+
 // The security files of a secured cluster, in its security directory
 // (local.Security.Dir), each readable by its owner alone: the key the
 // brokers check tokens with, the token the brokers' own clients present,

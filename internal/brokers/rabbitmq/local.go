@@ -77,6 +77,12 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 // is served too ("stream_tls").
 func (Kind) Listeners() []string { return []string{"amqp", "amqps"} }
 
+// OpenListeners implements local.Securer: AMQP and streams without TLS,
+// which a secured node serves to its default user, guest, as an
+// unsecured one does (see secure): a client logs in without the
+// cluster's password.
+func (Kind) OpenListeners() []string { return []string{"amqp", "stream"} }
+
 // Layout implements local.Kind: node i on the cluster's loopback address, with
 // listeners for AMQP ("client"), streams, Erlang distribution and the
 // Prometheus plugin's metrics; the first node also has the port of the

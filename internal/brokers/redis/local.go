@@ -73,6 +73,11 @@ func (Kind) Install(ctx context.Context, cacheDir string, logf func(string, ...a
 // its own.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: the plain listener, where the
+// default user stays open to clients without a password (see
+// Configure).
+func (Kind) OpenListeners() []string { return []string{"plain"} }
+
 // Layout implements local.Kind: one server, with a port per listener. Redis
 // replicas and Redis local.Cluster are not run locally yet.
 func (Kind) Layout(c *local.Cluster) []*local.Node {

@@ -61,6 +61,11 @@ func (Kind) Version() string { return Version }
 // cluster's user and password are not asked for.
 func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 
+// OpenListeners implements local.Securer: the plain listener, since the
+// proxy takes plaintext beside TLS on its gRPC port and checks no user
+// (see Listeners).
+func (Kind) OpenListeners() []string { return []string{"plain"} }
+
 // The ids of the nodes that are not brokers (brokers are 1 to N).
 const (
 	namesrvID = 101
