@@ -163,6 +163,7 @@ fuzz:
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzReadPom$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzPointAt$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench/compare-omb -run '^$$' -fuzz '^FuzzOMBWorkloadTime$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/proc -run '^$$' -fuzz '^FuzzParseSocketLine$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin results

@@ -68,6 +68,24 @@ func configuredEndpoints(dc *workload.DriverConfig, settings []string) []string 
 // 127.0.0.1, and its port, if it names a loopback address; a scheme
 // ("nats://") and credentials are left out.
 func loopbackAddr(endpoint string) (addr string, port int, ok bool) {
+	host, p, ok := endpointHostPort(endpoint)
+	if !ok {
+		return "", 0, false
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", 0, false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(p))), int(p), true
+}
+
+// endpointHostPort returns the host and port an endpoint names, in the
+// forms drivers take: "host:port", "[::1]:port", or a URL
+// ("nats://user:password@host:port", "http://host:port/path"); false
+// without a port from 1 to 65535.
+func endpointHostPort(endpoint string) (host string, port uint16, ok bool) {
 	e := strings.TrimSpace(endpoint)
 	if i := strings.Index(e, "://"); i >= 0 {
 		e = e[i+3:]
@@ -80,17 +98,11 @@ func loopbackAddr(endpoint string) (addr string, port int, ok bool) {
 	if err != nil {
 		return "", 0, false
 	}
-	port, err = strconv.Atoi(p)
-	if err != nil || port < 1 || port > 65535 {
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
 		return "", 0, false
 	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return "", 0, false
-	}
-	return net.JoinHostPort(host, p), port, true
+	return host, uint16(n), true
 }
 
 // servedBy reports whether the running local cluster st serves clients at

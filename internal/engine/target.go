@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/brokerbench/brokerbench/internal/faults"
 	"github.com/brokerbench/brokerbench/internal/local"
 	"github.com/brokerbench/brokerbench/internal/localfaults"
+	"github.com/brokerbench/brokerbench/internal/proc"
 	"github.com/brokerbench/brokerbench/internal/results"
 	"github.com/brokerbench/brokerbench/internal/sysinfo"
 	"github.com/brokerbench/brokerbench/internal/sysmetrics"
@@ -58,6 +60,12 @@ type Target struct {
 	metricsURLs []string
 	// connected are the options of the last driver connect made.
 	connected driver.Options
+	// listening are the processes on this machine that listen at the
+	// addresses the last connect went to, without a local cluster in use
+	// (see brokerProcesses): sampled as the broker's nodes. said is what
+	// was last said of them.
+	listening []sysmetrics.Node
+	said      string
 	// healInProcess undoes what faults on an in-process broker left
 	// done (nil: nothing to undo).
 	healInProcess func()
@@ -560,8 +568,40 @@ func (t *Target) connect(ctx context.Context, dc *workload.DriverConfig) (driver
 	} else if v := localVersionAt(dc, endpoints, localStatus); v != "" {
 		env.BrokerVersion = v
 	}
+	t.findBrokerProcesses(ctx, dc, endpoints)
 	env.BrokerEndpoint = driver.RedactEndpoints(strings.Join(endpoints, ","))
 	return drv, env, nil
+}
+
+// findBrokerProcesses finds, when no local cluster is in use, the
+// processes on this machine that listen at the addresses a driver for dc
+// connects to (endpoints, else its config's own), to sample as the
+// broker's nodes, and says which in one line when they are not those it
+// said last.
+func (t *Target) findBrokerProcesses(ctx context.Context, dc *workload.DriverConfig, endpoints []string) {
+	t.listening = nil
+	if t.cluster != nil {
+		return
+	}
+	if len(endpoints) == 0 {
+		reg, _ := brokers.Lookup(dc.Name)
+		endpoints = configuredEndpoints(dc, reg.EndpointSettings)
+	}
+	resolve := func(host string) []netip.Addr { return resolveHost(ctx, host) }
+	nodes, said := brokerProcesses(endpoints, os.Getpid(), resolve, proc.Listeners, proc.Name)
+	t.listening = nodes
+	line := ""
+	switch len(said) {
+	case 0:
+	case 1:
+		line = "sampling the broker process on this machine: " + said[0]
+	default:
+		line = "sampling the broker processes on this machine: " + strings.Join(said, "; ")
+	}
+	if line != "" && line != t.said {
+		fmt.Fprintln(t.io.Err, line)
+	}
+	t.said = line
 }
 
 // brokers is the size of the target cluster: for the local target, the
@@ -584,10 +624,12 @@ func (t *Target) brokers(ctx context.Context, dc *workload.DriverConfig) (int, e
 }
 
 // systemSampler samples this machine, every node's process when the
-// target is a local cluster, and the brokers' metrics endpoints: the local
-// nodes' "metrics" listeners, or those given with --broker-metrics. It
-// reads the nodes' PIDs now: a node restarted by a fault is sampled again
-// under its new PID only by the next run.
+// target is a local cluster (else the processes found listening at the
+// broker's addresses on this machine: see findBrokerProcesses), and the
+// brokers' metrics endpoints: the local nodes' "metrics" listeners, or
+// those given with --broker-metrics. It reads the nodes' PIDs now: a node
+// restarted by a fault is sampled again under its new PID only by the
+// next run.
 func (t *Target) systemSampler() func() *results.System {
 	var nodes []sysmetrics.Node
 	var endpoints []brokermetrics.Target
@@ -607,6 +649,8 @@ func (t *Target) systemSampler() func() *results.System {
 		if p := st.LinkProxy; p != nil && p.Running {
 			nodes = append(nodes, sysmetrics.Node{PID: p.PID, LinkProxy: true})
 		}
+	} else {
+		nodes = t.listening
 	}
 	sys := sysmetrics.New(nodes)
 	if len(endpoints) == 0 {

@@ -1,7 +1,8 @@
 // Package proc reads processes' state from Linux's /proc: whether a PID is
-// a live process, and what it runs. A process that exited but was not
-// reaped (a zombie, common where PID 1 does not reap orphans) still answers
-// kill(pid, 0); it is not live here.
+// a live process, what it runs, and which processes listen at a TCP
+// address. A process that exited but was not reaped (a zombie, common
+// where PID 1 does not reap orphans) still answers kill(pid, 0); it is
+// not live here.
 package proc
 
 import (

@@ -281,9 +281,11 @@ type System struct {
 	NetTxMBps   float64 `json:"netTxMBps"`
 	ClientCPU   float64 `json:"clientCpu"`
 	ClientRSSMB float64 `json:"clientRssMB"`
-	// BrokerSampled says whether broker processes were sampled (only
-	// nodes of a local cluster brokerbench runs). BrokerCPU and
-	// BrokerRSSMB sum over its nodes; BrokerNodes has each node's.
+	// BrokerSampled says whether broker processes were sampled: the
+	// nodes of a local cluster brokerbench runs, or the processes on this
+	// machine listening at the loopback addresses the run was given
+	// (numbered from 1 in their order). BrokerCPU and BrokerRSSMB sum
+	// over its nodes; BrokerNodes has each node's.
 	BrokerSampled bool         `json:"brokerSampled"`
 	BrokerCPU     float64      `json:"brokerCpu"`
 	BrokerRSSMB   float64      `json:"brokerRssMB"`
@@ -295,8 +297,8 @@ type System struct {
 	// OtherCPU is the CPU every other process used (percent of one core):
 	// the machine's busy time minus brokerbench, the sampled broker nodes
 	// and the link proxy. Work that disturbed the measurement; with a
-	// broker that brokerbench does not sample on this machine, the
-	// broker's own.
+	// broker on this machine that brokerbench does not sample (one whose
+	// process it may not read), the broker's own.
 	OtherCPU float64 `json:"otherCpu"`
 	// Broker holds the brokers' own metrics, read from their Prometheus
 	// endpoints at the end of the interval, by series (name and labels):
