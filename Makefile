@@ -141,6 +141,7 @@ fuzz:
 	$(GO) test ./internal/brokermetrics -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nats -run '^$$' -fuzz '^FuzzParseVarz$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseServerURI$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzPacketConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/mqtt -run '^$$' -fuzz '^FuzzParseSys$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseStats$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/brokers/nsq -run '^$$' -fuzz '^FuzzParseLookupdNodes$$' -fuzztime $(FUZZTIME)

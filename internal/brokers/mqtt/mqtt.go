@@ -93,6 +93,9 @@ func (d *Driver) connect(ctx context.Context, role string, cp *paho.Connect, rec
 	if err != nil {
 		return nil, refused(fmt.Errorf("MQTT server at %s: %w", d.cfg.addr, err))
 	}
+	if d.cfg.tls != nil {
+		conn = newPacketConn(conn)
+	}
 	cc.Conn = conn
 	if received != nil {
 		cc.OnPublishReceived = []func(paho.PublishReceived) (bool, error){received}
