@@ -671,10 +671,13 @@ func (t *Target) systemSampler() func() *results.System {
 // user without one (an endpoint that asks for a login, as Artemis'
 // console does): the cluster's status, which the user sees, holds the
 // endpoint without it. Otherwise, and when the password cannot be read
-// (the read then fails and the node's metrics are left out), rawURL.
+// (the read then fails and the node's metrics are left out), rawURL. An
+// endpoint that says where its reader finds the password (a passwordFile
+// parameter, as the MQTT $SYS reader's) is as given: that reader refuses
+// a password in the URL.
 func withPassword(rawURL string, sec *local.Security) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || sec == nil || u.User == nil || u.User.Username() != sec.Username {
+	if err != nil || sec == nil || u.User == nil || u.User.Username() != sec.Username || u.Query().Has("passwordFile") {
 		return rawURL
 	}
 	if _, set := u.User.Password(); set {

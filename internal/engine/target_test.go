@@ -262,6 +262,9 @@ func TestWithPassword(t *testing.T) {
 		{"http://127.0.0.1:7071/metrics", sec, "http://127.0.0.1:7071/metrics"},
 		{"http://other@127.0.0.1:8161/console/jolokia", sec, "http://other@127.0.0.1:8161/console/jolokia"},
 		{"redis://brokerbench:given@127.0.0.1:6379", sec, "redis://brokerbench:given@127.0.0.1:6379"},
+		// The reader finds the password in a file of its own (Mosquitto's
+		// $SYS reader, which refuses one in the URL).
+		{"mqtt://brokerbench@127.0.0.1:1883?passwordFile=%2Fstate%2Fpassword", sec, "mqtt://brokerbench@127.0.0.1:1883?passwordFile=%2Fstate%2Fpassword"},
 		// The password cannot be read: as given.
 		{"http://brokerbench@127.0.0.1:8161/console/jolokia", &local.Security{Username: local.Username, PasswordFile: filepath.Join(dir, "none")},
 			"http://brokerbench@127.0.0.1:8161/console/jolokia"},
