@@ -184,18 +184,19 @@ quick: {warmup: 1s, duration: 2s}
 
 // TestSecuredLocalBrokers: the same for Redis (TLS on a port of its own,
 // an ACL user), NATS (TLS and a user on the client port, which still takes
-// plain clients) and RabbitMQ (amqps on a port of its own, a user, and
-// EXTERNAL with the client certificate; streams over TLS): a run asking
+// plain clients), RabbitMQ (amqps on a port of its own, a user, and
+// EXTERNAL with the client certificate; streams over TLS) and Mosquitto
+// (TLS on a port of its own, a user on every listener): a run asking
 // for TLS starts the
 // secured broker and takes its credentials; with explicit addresses, a
 // wrong password and an untrusted certificate fail at once with advice.
 // As for Kafka, a working run may end with a verdict on its rate.
 func TestSecuredLocalBrokers(t *testing.T) {
-	testbroker.Need(t, "local NATS, Redis and RabbitMQ brokers")
+	testbroker.Need(t, "local NATS, Redis, RabbitMQ and Mosquitto brokers")
 	// One state directory for all: the stream case runs on the RabbitMQ
 	// node the AMQP case secured.
 	t.Setenv("BROKERBENCH_STATE", filepath.Join(t.TempDir(), "state"))
-	for _, down := range [][]string{{"redis", "29697"}, {"nats", "29698"}, {"rabbitmq", "29699"}} {
+	for _, down := range [][]string{{"redis", "29697"}, {"nats", "29698"}, {"rabbitmq", "29699"}, {"mosquitto", "29700"}} {
 		defer execute("local", "down", down[0], "--port", down[1])
 	}
 	for _, tc := range []struct {
@@ -222,10 +223,17 @@ func TestSecuredLocalBrokers(t *testing.T) {
 		{"rabbitmq", "29699", "stream_tls", "rabbitmq_global_messages_received_per_second", "  driver: rabbitmq-stream\n  commonConfig: {tls: \"true\"}\n  producerConfig: {batchPublishingDelayMs: \"1\"}\n", func(addr, trust, user, password string) string {
 			return "  driver: rabbitmq-stream\n  commonConfig: {uris: \"rabbitmq-stream+tls://" + user + ":" + password + "@" + addr + "/%2f\", tlsTrustStore: \"" + trust + "\"}\n"
 		}},
+		{"mosquitto", "29700", "tls", "mqtt_publish_in_per_second", "  driver: mqtt\n  commonConfig: {tls: \"true\"}\n", func(addr, trust, user, password string) string {
+			return "  driver: mqtt\n  commonConfig: {serverUri: \"mqtts://" + addr + "\", tlsTrustStore: \"" + trust + "\", username: " + user + ", password: \"" + password + "\"}\n"
+		}},
 	} {
 		t.Run(tc.kind+"-"+tc.listener, func(t *testing.T) {
 			dir := t.TempDir()
-			wlText := "name: secured\ntopics: 1\npartitionsPerTopic: 2\nmessageSize: 100\nrate: 1000\nwarmup: 1s\nduration: 2s\ndriver:\n"
+			partitions := "2"
+			if tc.kind == "mosquitto" {
+				partitions = "1" // MQTT topics have none
+			}
+			wlText := "name: secured\ntopics: 1\npartitionsPerTopic: " + partitions + "\nmessageSize: 100\nrate: 1000\nwarmup: 1s\nduration: 2s\ndriver:\n"
 			run := func(want int, driverText string, args ...string) string {
 				t.Helper()
 				wl := filepath.Join(dir, "wl.yaml")
