@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -78,6 +79,58 @@ type session struct {
 	// maxPacket is the largest packet the server accepts, as its CONNACK
 	// says (0: MQTT's own limit).
 	maxPacket uint32
+	// disconnected is the server's DISCONNECT, once it sent one, and
+	// disconnect closes then.
+	disconnected atomic.Pointer[paho.Disconnect]
+	disconnect   chan struct{}
+}
+
+// disconnectGrace is how long an operation whose client stopped waits for
+// the server's DISCONNECT to be handed over: paho stops the client first
+// and calls OnServerDisconnect just after.
+const disconnectGrace = 100 * time.Millisecond
+
+// during returns ctx, ended also when the session's client stops (the
+// server disconnected it, or its connection failed), for an operation
+// that waits for the server's answer: paho leaves such an operation
+// waiting until its context ends. The operation's error is then
+// s.failed's.
+func (s *session) during(ctx context.Context) (context.Context, context.CancelFunc) {
+	op, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-s.cli.Done():
+			select {
+			case <-s.disconnect:
+			case <-time.After(disconnectGrace):
+			}
+			cancel(s.lostError())
+		case <-op.Done():
+		}
+	}()
+	return op, func() { cancel(nil) }
+}
+
+// lostError says why the session's client stopped.
+func (s *session) lostError() error {
+	dp := s.disconnected.Load()
+	if dp == nil {
+		return errors.New("the connection to the MQTT server was lost")
+	}
+	reason := ""
+	if dp.Properties != nil && dp.Properties.ReasonString != "" {
+		reason = ": " + dp.Properties.ReasonString
+	}
+	return fmt.Errorf("the MQTT server disconnected the client (reason %#x%s)", dp.ReasonCode, reason)
+}
+
+// failed returns err, or why the session ended if that ended op (see
+// during).
+func (s *session) failed(op context.Context, err error) error {
+	if cause := context.Cause(op); op.Err() != nil && cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return err
 }
 
 // connect opens a connection with a client id beginning with role;
@@ -100,6 +153,14 @@ func (d *Driver) connect(ctx context.Context, role string, cp *paho.Connect, rec
 	if received != nil {
 		cc.OnPublishReceived = []func(paho.PublishReceived) (bool, error){received}
 	}
+	s := &session{conn: conn, disconnect: make(chan struct{})}
+	if cc.OnServerDisconnect == nil {
+		cc.OnServerDisconnect = func(dp *paho.Disconnect) {
+			if s.disconnected.CompareAndSwap(nil, dp) {
+				close(s.disconnect)
+			}
+		}
+	}
 	cli := paho.NewClient(cc)
 	if cp == nil {
 		cp = &paho.Connect{CleanStart: true}
@@ -119,7 +180,7 @@ func (d *Driver) connect(ctx context.Context, role string, cp *paho.Connect, rec
 		}
 		return nil, refused(fmt.Errorf("MQTT server at %s: %w", d.cfg.addr, err))
 	}
-	s := &session{cli: cli, conn: conn}
+	s.cli = cli
 	if ack.Properties != nil && ack.Properties.MaximumPacketSize != nil {
 		s.maxPacket = *ack.Properties.MaximumPacketSize
 	}
@@ -173,18 +234,20 @@ func (d *Driver) retained(ctx context.Context, filter string) (map[string][]byte
 		return nil, err
 	}
 	defer s.close()
+	op, end := s.during(ctx)
+	defer end()
 	sub := &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: filter, QoS: 0}, {Topic: marker, QoS: 0}}}
-	if _, err := s.cli.Subscribe(ctx, sub); err != nil {
-		return nil, fmt.Errorf("subscribe to %s: %w", filter, err)
+	if _, err := s.cli.Subscribe(op, sub); err != nil {
+		return nil, fmt.Errorf("subscribe to %s: %w", filter, s.failed(op, err))
 	}
-	if _, err := s.cli.Publish(ctx, &paho.Publish{Topic: marker, QoS: 0, Payload: []byte("-")}); err != nil {
-		return nil, fmt.Errorf("publish to %s: %w", marker, err)
+	if _, err := s.cli.Publish(op, &paho.Publish{Topic: marker, QoS: 0, Payload: []byte("-")}); err != nil {
+		return nil, fmt.Errorf("publish to %s: %w", marker, s.failed(op, err))
 	}
 	select {
 	case <-got:
 		return out, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("read the retained messages of %s: %w", filter, ctx.Err())
+	case <-op.Done():
+		return nil, fmt.Errorf("read the retained messages of %s: %w", filter, s.failed(op, op.Err()))
 	}
 }
 
@@ -196,8 +259,12 @@ func (d *Driver) publishRetained(ctx context.Context, topic string, payload []by
 		return err
 	}
 	defer s.close()
-	_, err = s.cli.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Retain: true, Payload: payload})
-	return err
+	op, end := s.during(ctx)
+	defer end()
+	if _, err := s.cli.Publish(op, &paho.Publish{Topic: topic, QoS: 1, Retain: true, Payload: payload}); err != nil {
+		return s.failed(op, err)
+	}
+	return nil
 }
 
 // BrokerVersion implements driver.Driver: the version the server
