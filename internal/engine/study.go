@@ -327,7 +327,7 @@ type localWorkerPool map[int]*distributed.LocalWorkers
 // local workers.
 func (p localWorkerPool) runner(n int, dc *workload.DriverConfig, tgt *Target) (func(context.Context, runner.Config) (*results.Run, error), error) {
 	if tgt.needsCredentials(dc) {
-		return nil, errors.New("workers cannot use the credentials of a secured local cluster yet")
+		return nil, errors.New("workers cannot use the credentials of a secured local cluster yet: name the cluster's addresses and credentials in the setup's driver config itself (the credentials as ${file:...} references the workers can read), or use a listener that asks for none")
 	}
 	src, err := distributed.NewConfigSource(dc, tgt.connected.Endpoints)
 	if err != nil {

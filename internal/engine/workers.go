@@ -120,7 +120,7 @@ func driverSource(dc *workload.DriverConfig, driverFile, workloadFile string, w 
 		return src, badInputf("the %s driver's broker is in this process, where workers in other processes cannot reach it: run without workers", dc.Name)
 	}
 	if needsCredentials {
-		return src, badInput(errors.New("workers cannot use the credentials of a secured local cluster yet: give the driver config its own credentials (as ${file:...} references the workers can read)"))
+		return src, badInput(errors.New("workers cannot use the credentials of a secured local cluster yet: name the cluster's addresses and credentials in the driver config itself (the credentials as ${file:...} references the workers can read; 'brokerbench local status' shows where they are), or use a listener that asks for none"))
 	}
 	if len(opts.Hosts) > 0 {
 		return src, badInput(errors.New("workers cannot reach a local cluster through its links yet: run without --links"))
