@@ -53,7 +53,11 @@ func printStatus(io IO, st local.Status) {
 	}
 	if sec := st.Security; sec != nil {
 		fmt.Fprintf(io.Out, "  TLS: trust %s (the cluster's own CA); client key store (PEM) %s\n", sec.CAFile, sec.ClientKeyStore)
-		fmt.Fprintf(io.Out, "  user %s, password in %s (use it as ${file:%s})\n", sec.Username, sec.PasswordFile, sec.PasswordFile)
+		if st.ClientAuth != "" {
+			fmt.Fprintf(io.Out, "  clients: %s\n", st.ClientAuth)
+		} else {
+			fmt.Fprintf(io.Out, "  user %s, password in %s (use it as ${file:%s})\n", sec.Username, sec.PasswordFile, sec.PasswordFile)
+		}
 	}
 	if len(st.Nodes) == 0 {
 		fmt.Fprintf(io.Out, "  no cluster recorded in %s\n", st.StateDir)

@@ -321,6 +321,9 @@ type Status struct {
 	Listeners []string `json:"listeners,omitempty"`
 	// Security says where a secured cluster's credentials are.
 	Security *Security `json:"security,omitempty"`
+	// ClientAuth says what a secured cluster's clients present, when it
+	// is not its user and password (see ClientAuther).
+	ClientAuth string `json:"clientAuth,omitempty"`
 	// LinkProxy is the process carrying the links, with Links; clients
 	// resolve the names in the bootstrap addresses with ClientHosts.
 	LinkProxy   *NodeStatus       `json:"linkProxy,omitempty"`
@@ -388,6 +391,9 @@ func (c *Cluster) Status() Status {
 	st := Status{Kind: c.Kind.Name(), Version: c.Version(), StateDir: c.StateDir, Bootstrap: c.Bootstrap()}
 	if ls := c.ServedListeners(); len(ls) > 0 && len(nodes) > 0 {
 		st.Listeners, st.Security = ls, c.Security()
+		if a, ok := c.Kind.(ClientAuther); ok && st.Security != nil {
+			st.ClientAuth = a.ClientAuth(st.Security)
+		}
 	}
 	if len(nodes) > 0 {
 		st.Brokers, st.Controllers, st.StartedBy = c.brokers, c.controllers, c.owner

@@ -31,6 +31,14 @@ type Securer interface {
 	OpenListeners() []string
 }
 
+// ClientAuther is implemented by secured kinds whose clients do not log
+// in with the cluster's user and password: ClientAuth says, in a phrase
+// for the cluster's status, what they present instead, naming the files
+// of sec it comes from.
+type ClientAuther interface {
+	ClientAuth(sec *Security) string
+}
+
 // Username is the user every secured local cluster knows.
 const Username = "brokerbench"
 

@@ -2,6 +2,7 @@ package all_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/brokerbench/brokerbench/internal/brokers"
@@ -115,5 +116,31 @@ func TestAsksForCredentials(t *testing.T) {
 	}
 	if securers != len(plainAsks) {
 		t.Errorf("%d local kinds can be secured, want %d", securers, len(plainAsks))
+	}
+}
+
+// TestClientAuth: the secured kinds whose clients present something other
+// than the cluster's user and password (a Pulsar token, an NSQ client
+// certificate) say what in their status, naming the file it comes from;
+// the others leave the user and password to be shown.
+func TestClientAuth(t *testing.T) {
+	other := map[string]string{"pulsar": "token", "nsq": "certificate"}
+	sec := &local.Security{CAFile: "/s/ca.pem", ClientKeyStore: "/s/client.pem", Username: local.Username, PasswordFile: "/s/password"}
+	for _, name := range brokers.LocalKinds() {
+		c, err := brokers.NewLocal(name, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok := c.Kind.(local.ClientAuther)
+		word, want := other[name]
+		if ok != want {
+			t.Errorf("%s: says what its clients present: %v, want %v", name, ok, want)
+			continue
+		}
+		if ok {
+			if got := a.ClientAuth(sec); !strings.Contains(got, word) || !strings.Contains(got, "/s/") {
+				t.Errorf("%s: ClientAuth %q names no %s and no file", name, got, word)
+			}
+		}
 	}
 }

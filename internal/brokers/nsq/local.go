@@ -75,6 +75,12 @@ func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 // authority (see Listeners), on its TCP port and its HTTP API alike.
 func (Kind) OpenListeners() []string { return nil }
 
+// ClientAuth implements local.ClientAuther: a certificate, since nsqd
+// knows no users.
+func (Kind) ClientAuth(sec *local.Security) string {
+	return "TLS with the certificate in " + sec.ClientKeyStore + " (tlsKeyStore), trusting " + sec.CAFile + "; nsqd knows no users"
+}
+
 // httpsPort is the key of a secured nsqd's HTTPS API among its ports:
 // the "tls" listener's port, which drivers that connect to it are given
 // (see localEndpoints).

@@ -27,6 +27,11 @@ func (Kind) Listeners() []string { return []string{"plain", "tls"} }
 // (authenticationEnabled, on every listener; see writeSecuritySettings).
 func (Kind) OpenListeners() []string { return nil }
 
+// ClientAuth implements local.ClientAuther: a token, not the password.
+func (Kind) ClientAuth(sec *local.Security) string {
+	return "a token (HS256 JWT) signed with a key made from the password in " + sec.PasswordFile + "; brokerbench's driver makes its own when it runs against this cluster, and other clients need one signed with that key (authentication.plugin and authentication.data)"
+}
+
 // The security files of a secured cluster, in its security directory
 // (local.Security.Dir), each readable by its owner alone: the key the
 // brokers check tokens with, the token the brokers' own clients present,
