@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -18,12 +19,29 @@ import (
 // window's worth of acknowledgements costs one wake-up rather than one per
 // driver batch (with Redis pipelines of 100, the futex calls of those
 // wake-ups were a tenth of the client's CPU).
+//
+// The producer uses the slots it takes in ascending order, whatever the
+// order of their acknowledgements: a set of freed slots, not a list, is
+// handed over. At max rate every slot is cold when it is reused, and
+// acknowledgements from several partitions return slots interleaved; used
+// in that order, each message's slot, value and client record were a
+// cache miss the hardware could not foresee, whereas ascending slots are
+// a stream it prefetches. With Kafka at 100 B, 16,384 slots and 4,000,000
+// messages, this took the producer from 2.37 to 2.03 CPU-seconds in one
+// sitting, against 1.79 for a bare franz-go loop (medians of 3 runs), and
+// was at 1.78 against the bare loop's 1.78 in another (medians of 4).
 type slotPool struct {
-	mu      sync.Mutex
-	freed   []int // returned since the producer last took them
-	waiting bool  // the producer is blocked in take
-	resume  int   // slots freed that wake a waiting producer
+	mu sync.Mutex
+	// freed holds a bit per slot, set when the slot was returned since
+	// the producer last took; nfreed counts the bits set.
+	freed   []uint64
+	nfreed  int
+	waiting bool // the producer is blocked in take
+	resume  int  // slots freed that wake a waiting producer
 	wake    chan struct{}
+	// spare is a cleared set, swapped for freed at a take; only the
+	// producer uses it.
+	spare []uint64
 	// blocked is the time take spent waiting for slots, in nanoseconds:
 	// the time the producer was held back by a full in-flight window. waitingFrom is the clock
 	// time at which the wait under way began (0 when take is not
@@ -32,9 +50,10 @@ type slotPool struct {
 }
 
 func newSlotPool(n int) *slotPool {
-	p := &slotPool{freed: make([]int, n), resume: max(1, n/16), wake: make(chan struct{}, 1)}
-	for i := range p.freed {
-		p.freed[i] = i
+	words := (n + 63) / 64
+	p := &slotPool{freed: make([]uint64, words), nfreed: n, spare: make([]uint64, words), resume: max(1, n/16), wake: make(chan struct{}, 1)}
+	for i := range n {
+		p.freed[i/64] |= 1 << (i % 64)
 	}
 	return p
 }
@@ -42,8 +61,9 @@ func newSlotPool(n int) *slotPool {
 // put returns a slot. It never blocks.
 func (p *slotPool) put(slot int) {
 	p.mu.Lock()
-	p.freed = append(p.freed, slot)
-	wake := p.waiting && len(p.freed) >= p.resume
+	p.freed[slot/64] |= 1 << (slot % 64)
+	p.nfreed++
+	wake := p.waiting && p.nfreed >= p.resume
 	if wake {
 		p.waiting = false
 	}
@@ -59,12 +79,17 @@ func (p *slotPool) put(slot int) {
 // take returns every slot returned since the last take, reusing stock's
 // storage (stock must be empty), waiting, when there is none, until a
 // sixteenth of the slots are back. It returns false if ctx ends first.
+// The slots are in descending order, so that the producer, which uses
+// stock from its end, uses them in ascending order.
 func (p *slotPool) take(ctx context.Context, stock []int) ([]int, bool) {
 	for {
 		p.mu.Lock()
-		if len(p.freed) > 0 {
-			stock, p.freed = p.freed, stock[:0]
+		if p.nfreed > 0 {
+			taken := p.freed
+			p.freed, p.nfreed = p.spare, 0
 			p.mu.Unlock()
+			stock = appendDescending(stock[:0], taken)
+			p.spare = taken
 			return stock, true
 		}
 		p.waiting = true
@@ -112,11 +137,28 @@ func (p *slotPool) longestUntil(now int64) int64 {
 	return l
 }
 
-// markFree sets free[slot] for every slot in the free list.
+// appendDescending appends the slots of set to stock in descending order
+// and clears set.
+func appendDescending(stock []int, set []uint64) []int {
+	for w := len(set) - 1; w >= 0; w-- {
+		word := set[w]
+		set[w] = 0
+		for word != 0 {
+			b := 63 - bits.LeadingZeros64(word)
+			stock = append(stock, w*64+b)
+			word &^= 1 << b
+		}
+	}
+	return stock
+}
+
+// markFree sets free[slot] for every slot returned and not yet taken.
 func (p *slotPool) markFree(free []bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, slot := range p.freed {
-		free[slot] = true
+	for slot := range free {
+		if p.freed[slot/64]&(1<<(slot%64)) != 0 {
+			free[slot] = true
+		}
 	}
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -95,4 +96,46 @@ func TestSlotPoolWakesAtASixteenth(t *testing.T) {
 			t.Fatalf("took %v, want the two slots returned", got)
 		}
 	})
+}
+
+// TestSlotPoolHandsOutSlotsInAscendingOrder: slots acknowledged out of
+// order are used by the producer (from the end of its stock) in ascending
+// order, and a take returns each returned slot once.
+func TestSlotPoolHandsOutSlotsInAscendingOrder(t *testing.T) {
+	const n = 200
+	p := newSlotPool(n)
+	all, _ := p.take(context.Background(), nil)
+	if len(all) != n {
+		t.Fatalf("first take: %d slots, want %d", len(all), n)
+	}
+	for i, s := range all {
+		if s != n-1-i {
+			t.Fatalf("first take = %v, want %d down to 0", all, n-1)
+		}
+	}
+	returned := []int{130, 5, 64, 199, 63, 0, 127, 128, 70}
+	for _, s := range returned {
+		p.put(s)
+	}
+	stock, ok := p.take(context.Background(), all[:0])
+	if !ok {
+		t.Fatal("take failed")
+	}
+	var used []int
+	for len(stock) > 0 {
+		used = append(used, stock[len(stock)-1])
+		stock = stock[:len(stock)-1]
+	}
+	want := slices.Sorted(slices.Values(returned))
+	if !slices.Equal(used, want) {
+		t.Fatalf("slots used in order %v, want %v", used, want)
+	}
+	free := make([]bool, n)
+	p.put(42)
+	p.markFree(free)
+	for s, isFree := range free {
+		if isFree != (s == 42) {
+			t.Fatalf("markFree: slot %d free = %v, want only slot 42", s, isFree)
+		}
+	}
 }
