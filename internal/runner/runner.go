@@ -147,8 +147,11 @@ func SetupBound(w *workload.Workload) time.Duration {
 
 // Run executes the workload. It returns results whenever anything was
 // measured, even with an error; results.Run.Partial is set when the run was
-// cut short (ctx cancelled or a failure after producing started).
+// cut short (ctx cancelled or a failure after producing started). While it
+// runs, the process's garbage collector trades memory for CPU (see
+// runGCPercent), unless GOGC is set.
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
+	defer raiseGCTarget()()
 	return newRun(cfg).execute(ctx)
 }
 
