@@ -10,7 +10,11 @@
 //	barekafka consume -broker 127.0.0.1:9092 -topic t -records 8000000
 //
 // -cpuprofile FILE writes a CPU profile of the run, to set beside
-// brokerbench's (run --pprof).
+// brokerbench's (run --pprof). -values N sends N distinct values in turn
+// instead of one: a load generator that stamps each message keeps a value
+// per message in flight (brokerbench up to 16,384 per producer), and the
+// client copies each from memory that has left the cache, where one value
+// stays in it.
 //
 // It prints one line: "records=N seconds=S rate=R" (S from the first send or
 // poll to the last acknowledgement or record, client start-up excluded).
@@ -41,16 +45,17 @@ func main() {
 	records := fs.Int64("records", 1_000_000, "records to produce or consume")
 	size := fs.Int("size", 100, "record value size in bytes (produce)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	values := fs.Int("values", 1, "distinct values sent in turn (produce)")
 	_ = fs.Parse(os.Args[2:])
-	if *topic == "" || *records <= 0 {
-		fmt.Fprintln(os.Stderr, "barekafka: -topic and a positive -records are required")
+	if *topic == "" || *records <= 0 || *values <= 0 {
+		fmt.Fprintln(os.Stderr, "barekafka: -topic, a positive -records and a positive -values are required")
 		os.Exit(2)
 	}
 	var secs float64
 	stop, err := toolcompare.CPUProfile(*cpuProfile)
 	if err == nil {
 		if os.Args[1] == "produce" {
-			secs, err = produce(*broker, *topic, *records, *size)
+			secs, err = produce(*broker, *topic, *records, *size, *values)
 		} else {
 			secs, err = consume(*broker, *topic, *records)
 		}
@@ -63,7 +68,7 @@ func main() {
 	fmt.Printf("records=%d seconds=%.6f rate=%.1f\n", *records, secs, float64(*records)/secs)
 }
 
-func produce(broker, topic string, n int64, size int) (float64, error) {
+func produce(broker, topic string, n int64, size, distinct int) (float64, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(broker),
 		kgo.DefaultProduceTopic(topic),
@@ -80,8 +85,11 @@ func produce(broker, topic string, n int64, size int) (float64, error) {
 		return 0, err
 	}
 	defer cl.Close()
-	value := make([]byte, size)
-	_, _ = rand.Read(value)
+	values := make([][]byte, distinct)
+	for i := range values {
+		values[i] = make([]byte, size)
+		_, _ = rand.Read(values[i])
+	}
 	var failed atomic.Int64
 	done := func(_ *kgo.Record, err error) {
 		if err != nil {
@@ -90,8 +98,8 @@ func produce(broker, topic string, n int64, size int) (float64, error) {
 	}
 	ctx := context.Background()
 	start := time.Now()
-	for range n {
-		cl.Produce(ctx, &kgo.Record{Value: value}, done)
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Value: values[i%int64(distinct)]}, done)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return 0, err

@@ -1,7 +1,10 @@
 // Command compare-kafka-tools measures brokerbench's Kafka load generator
 // side by side with Kafka's own perf tools (ProducerPerformance,
 // ConsumerPerformance) and with a bare franz-go loop (bench/barekafka, the
-// client library's ceiling), against one local broker it starts itself.
+// client library's ceiling), against one local broker it starts itself. The
+// bare producer runs twice: with one value for every record, always in the
+// cache, and with 16,384 distinct values, as many as brokerbench keeps in
+// flight, each cold by the time the client copies it.
 //
 // For each message size it runs, alternating the order each repetition,
 // every producer tool on a fresh 6-partition topic (RF 1, acks=1, random
@@ -92,6 +95,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	})
 }
 
+// bareValues is the bare producer loop sending as many distinct values as
+// brokerbench's producer keeps in flight (16,384 at both sizes compared),
+// so that its values, like brokerbench's, are no longer in the cache when
+// the client copies them into a request.
+const bareValues = "bare franz-go, 16,384 values"
+
 func (e *env) producers(size int) []tool {
 	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
 	bbAs := func(bin string, extra ...string) func(string, int64) []string {
@@ -112,6 +121,10 @@ func (e *env) producers(size int) []tool {
 		{Name: "bare franz-go", Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size)}
+		}, Rate: toolcompare.KeyRate},
+		{Name: bareValues, Cmd: func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size), "-values", "16384"}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {
@@ -307,7 +320,7 @@ func report(ms []measurement, prod, cons []tool, baseline string) {
 		return p
 	}
 	toolcompare.Report(ms,
-		toolcompare.Side{Role: "producer", Tools: prod, Peers: peers(prod),
+		toolcompare.Side{Role: "producer", Tools: prod, Peers: append(peers(prod), bareValues),
 			Extra: func(ratio func(a, b string, which int) string) {
 				fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0))
 			}},
