@@ -5,9 +5,10 @@
 // batches and acknowledging each message, with nothing measured but the
 // count. The client is configured as brokerbench's RocketMQ driver
 // configures it: plaintext gRPC, no per-call log, the client's own log at
-// level error, 3 attempts per send, 4 receive loops of batches of 32
+// level error, 3 attempts per send, 32 receive loops of batches of 32
 // messages kept invisible 30 s, each batch's acknowledgements sent at
-// once.
+// once while the loop receives again (at most one batch's unanswered
+// per loop).
 //
 // The topic must exist (the broker creates none on first use). By default
 // both sides run in one process, the consumer started before the first
@@ -68,7 +69,7 @@ func main() {
 	flag.Int64Var(&o.records, "records", 1_000_000, "messages to send and receive")
 	flag.IntVar(&o.size, "size", 100, "message size in bytes")
 	flag.IntVar(&o.pending, "pending", 1000, "sends in calls to the proxy at once, at most (the driver's maxInFlightRequests)")
-	flag.IntVar(&o.receivers, "receivers", 4, "receive loops of the consumer (the driver's)")
+	flag.IntVar(&o.receivers, "receivers", 32, "receive loops of the consumer (the driver's maxInFlightReceives)")
 	flag.IntVar(&o.batch, "batch", 32, "messages one receive call takes at most (the driver's receiveBatchSize)")
 	flag.DurationVar(&o.invisible, "invisible", 30*time.Second, "how long a received message stays invisible (the driver's invisibleDurationMs)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
@@ -218,6 +219,10 @@ func consume(ctx context.Context, o options) (rmq.SimpleConsumer, chan struct{},
 	var n atomic.Int64
 	for range o.receivers {
 		go func() {
+			// acked is closed when the loop's previous batch is
+			// acknowledged.
+			acked := make(chan struct{})
+			close(acked)
 			for ctx.Err() == nil {
 				msgs, err := sc.Receive(ctx, int32(o.batch), o.invisible)
 				if err != nil {
@@ -225,7 +230,12 @@ func consume(ctx context.Context, o options) (rmq.SimpleConsumer, chan struct{},
 					time.Sleep(retryAfterIdle)
 					continue
 				}
-				ack(ctx, sc, msgs)
+				<-acked
+				acked = make(chan struct{})
+				go func(done chan struct{}) {
+					defer close(done)
+					ack(ctx, sc, msgs)
+				}(acked)
 				// Exactly one loop's batch crosses the count.
 				if after := n.Add(int64(len(msgs))); after >= o.records && after-int64(len(msgs)) < o.records {
 					close(done)

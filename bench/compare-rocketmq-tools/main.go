@@ -20,7 +20,7 @@
 //     driver's maxInFlightRequests); the benchmark producer with its
 //     default of 64 threads each sending synchronously;
 //   - publish+consume: one producer and one simple consumer in one
-//     process (4 receive loops of batches of 32, the driver's defaults),
+//     process (32 receive loops of batches of 32, the driver's defaults),
 //     brokerbench and barerocketmq; the rate is the records from the
 //     first send to the last delivery. RocketMQ's benchmark consumer is
 //     not among them: it runs until stopped, with no record count.

@@ -29,6 +29,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
@@ -56,6 +57,12 @@ type Driver struct {
 	client pulsar.Client // consumers' and readers' client, made on first use
 	// namespaceReady is set once the namespace exists with its policies.
 	namespaceReady bool
+
+	// failoverMu guards failoverDelay, the broker's delay of a Failover
+	// subscription's first read, and failoverRead, set once it is read.
+	failoverMu    sync.Mutex
+	failoverDelay time.Duration
+	failoverRead  bool
 }
 
 var (

@@ -14,10 +14,6 @@ import (
 
 var _ driver.Pauser = (*consumer)(nil)
 
-// receivers is how many receive loops a consumer runs: each waits for
-// its call's answer, then acknowledges what it received.
-const receivers = 4
-
 // awaitDuration is how long a receive call waits for messages on an
 // empty queue (the proxy's shortest long polling).
 const awaitDuration = 5 * time.Second
@@ -29,9 +25,10 @@ func groupName(topic, subscription string) string {
 }
 
 // NewConsumer implements driver.Driver: a simple consumer of the
-// subscription's group, receiving when it returns in 4 receive loops,
-// until Close; the loops take turns calling consume. A new group's offsets are committed first, at each
-// queue's oldest message (StartEarliest) or its newest (StartNew).
+// subscription's group, receiving when it returns in maxInFlightReceives
+// receive loops, until Close; the loops take turns calling consume. A
+// new group's offsets are committed first, at each queue's oldest
+// message (StartEarliest) or its newest (StartNew).
 // Deliveries promise no order (NoOrder): a producer's sends are
 // concurrent calls, stored in the order they arrive.
 func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
@@ -51,13 +48,19 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq consumer of topic %q, group %q at %s: %w", spec.Topic, group, d.cfg.grpcEndpoint, err)
 	}
-	c := &consumer{sc: sc, consume: consume, batch: int32(d.cfg.receiveBatch), invisible: d.cfg.invisible, stop: make(chan struct{})}
+	return startConsumer(sc, consume, d.cfg.receives, int32(d.cfg.receiveBatch), d.cfg.invisible), nil
+}
+
+// startConsumer starts loops receive loops of the started simple
+// consumer sc.
+func startConsumer(sc rmq.SimpleConsumer, consume driver.ConsumeFunc, loops int, batch int32, invisible time.Duration) *consumer {
+	c := &consumer{sc: sc, consume: consume, batch: batch, invisible: invisible, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	for range receivers {
+	for range loops {
 		c.wg.Add(1)
 		go c.receive()
 	}
-	return c, nil
+	return c
 }
 
 // startGroup creates the group on every broker of the topic and, where
@@ -110,11 +113,20 @@ type consumer struct {
 	wg        sync.WaitGroup
 }
 
-// receive hands every message it receives to consume, then acknowledges
-// the batch, until Close.
+// receive hands every message it receives to consume, then sends the
+// batch's acknowledgements and receives again while they are in calls,
+// until Close. A loop has at most one batch's acknowledgements in calls:
+// before it sends the next batch's it waits for them. Each receive call
+// waits for the proxy's answer, and each acknowledgement is a call of its
+// own: with the acknowledgements on the receive path, a loop received
+// one batch per two round trips (docs/drivers/rocketmq.md).
 func (c *consumer) receive() {
 	defer c.wg.Done()
 	var del driver.Delivery
+	// acked is closed when the previous batch is acknowledged.
+	acked := make(chan struct{})
+	close(acked)
+	defer func() { <-acked }()
 	for {
 		c.gate.Wait(c.stop)
 		if c.ctx.Err() != nil {
@@ -122,6 +134,8 @@ func (c *consumer) receive() {
 		}
 		msgs, err := c.sc.Receive(c.ctx, c.batch, c.invisible)
 		if c.ctx.Err() != nil {
+			// A batch received as Close came is dropped unacknowledged:
+			// the group delivers it again once invisible no more.
 			return
 		}
 		if err != nil {
@@ -140,13 +154,18 @@ func (c *consumer) receive() {
 			c.consume(&del)
 		}
 		c.consumeMu.Unlock()
-		c.ack(msgs)
+		<-acked
+		acked = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
+			c.ack(msgs)
+		}(acked)
 	}
 }
 
-// ack acknowledges a batch, one call per message, at once; a message
-// whose acknowledgement is lost is delivered again once invisible no
-// more.
+// ack acknowledges a batch, one call per message, at once, and returns
+// when every call is answered; a message whose acknowledgement is lost
+// is delivered again once invisible no more.
 func (c *consumer) ack(msgs []*rmq.MessageView) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -172,7 +191,8 @@ func (c *consumer) Pause() { c.gate.Pause() }
 // Resume implements driver.Pauser.
 func (c *consumer) Resume() { c.gate.Resume() }
 
-// Close implements driver.Consumer.
+// Close implements driver.Consumer: it returns once every
+// acknowledgement sent was answered (or timed out).
 func (c *consumer) Close() {
 	close(c.stop)
 	c.cancel()

@@ -261,6 +261,10 @@ func TestSettingsRefused(t *testing.T) {
 		// The proxy's shortest invisible duration is 10 s.
 		{"invisible", nil, nil, props("s.yaml", "invisibleDurationMs", "1000"), "at least 10000"},
 		{"batch", nil, nil, props("s.yaml", "receiveBatchSize", "64"), "at most 32"},
+		// A consumer receives in one call at least, and holds at most
+		// maxReceives long polls.
+		{"no receive calls", nil, nil, props("s.yaml", "maxInFlightReceives", "0"), "at least 1"},
+		{"too many receive calls", nil, nil, props("s.yaml", "maxInFlightReceives", "5000"), "at most 1024"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
