@@ -55,8 +55,9 @@ const natscliVersion = "0.5.1"
 const (
 	natsBench = "nats bench"
 	bare      = "bare nats.go"
-	// pubWindow, fetchBatch and maxAckPending are the driver's defaults,
-	// which every tool is given.
+	// Every tool is given these: pubWindow and maxAckPending are the
+	// driver's defaults; fetchBatch is nats bench's pull size, and the
+	// driver, which by default pulls up to 16 MiB ahead, is set to it.
 	pubWindow, fetchBatch, maxAckPending = 4000, 500, 20000
 )
 

@@ -114,6 +114,31 @@ func TestOMBNatsConfigFields(t *testing.T) {
 	}
 }
 
+// TestPullLimit: a consumer pulls up to 16 MiB ahead by default, and
+// fetchBatch messages when it is set; a bad value is refused.
+func TestPullLimit(t *testing.T) {
+	c, err := parseConfig(&workload.DriverConfig{Name: "nats"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.pullLimit().(jetstream.PullMaxBytes); !ok || got != 16<<20 {
+		t.Errorf("default pull limit %#v, want PullMaxBytes(16 MiB)", c.pullLimit())
+	}
+	dc := &workload.DriverConfig{Name: "nats", Consumer: workload.Properties{{Key: "fetchBatch", Value: "8000"}}}
+	if c, err = parseConfig(dc, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.pullLimit().(jetstream.PullMaxMessages); !ok || got != 8000 {
+		t.Errorf("with fetchBatch 8000: pull limit %#v, want PullMaxMessages(8000)", c.pullLimit())
+	}
+	for _, bad := range []string{"fetchBatch", "fetchMaxBytes"} {
+		dc := &workload.DriverConfig{Name: "nats", Consumer: workload.Properties{{Key: bad, Value: "0"}}}
+		if _, err := parseConfig(dc, nil, nil); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: 0: %v, want an error naming it", bad, err)
+		}
+	}
+}
+
 // TestProducerWaitsForRoom: a producer whose maxPending publishes await
 // their acks makes the next send wait for room, however long the server
 // takes to ack, rather than fail it (nats.go fails a publish it stalls
