@@ -165,7 +165,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := onePartition(spec.Topic, len(queues)); err != nil {
 		return nil, err
 	}
-	c, err := client.NewConsumer(ctx, d.node(), 0, client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
+	c, err := client.NewConsumer(ctx, d.node(), 0, client.Link{Address: d.cfg.format.queue(queues[0])}, client.Credit{Window: d.cfg.credit}, consume)
 	return c, pluginAdvice(err)
 }
 
