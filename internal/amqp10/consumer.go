@@ -12,11 +12,10 @@ import (
 
 // NewConsumer returns a consumer receiving from link on a connection of
 // its own, to the first of nodes that answers from the one at index
-// from (see ConnectFrom), with credit messages the broker may send ahead of the
-// consumer's acceptances. Each message is accepted after consume
-// returned (at least once). The link's source keeps each producer's
+// from (see ConnectFrom), granting the link credit as credit says. Each
+// message is accepted after consume returned (at least once). The link's source keeps each producer's
 // messages in order for the consumer: every delivery is lane 0.
-func NewConsumer(ctx context.Context, nodes []*Broker, from uint64, link Link, credit int, consume driver.ConsumeFunc) (driver.Consumer, error) {
+func NewConsumer(ctx context.Context, nodes []*Broker, from uint64, link Link, credit Credit, consume driver.ConsumeFunc) (driver.Consumer, error) {
 	conn, _, err := ConnectFrom(ctx, nodes, from)
 	if err != nil {
 		return nil, err
@@ -26,21 +25,22 @@ func NewConsumer(ctx context.Context, nodes []*Broker, from uint64, link Link, c
 		conn.Close()
 		return nil, fmt.Errorf("AMQP session: %w", err)
 	}
-	// Credit is managed here (-1), not by go-amqp: go-amqp tops it up
-	// when the messages settled reach the credit left, which never
-	// happens again once a broker sent more than it was granted (RabbitMQ
-	// 3's AMQP 1.0 plugin does, now and then) and the credit left, an
-	// unsigned count, wrapped around; the link then stalls.
+	// Credit is managed here (-1, see grants), not by go-amqp: go-amqp
+	// tops it up when the messages settled reach the credit left, which
+	// never happens again once a broker sent more than it was granted
+	// (RabbitMQ 3's AMQP 1.0 plugin does, see Credit) and the credit
+	// left, an unsigned count, wrapped around; the link then stalls.
 	r, err := sess.NewReceiver(ctx, link.Address, &amqp.ReceiverOptions{Credit: -1, SourceCapabilities: link.Capabilities,
 		SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
+	g := newGrants(credit)
 	if err == nil {
-		err = r.IssueCredit(uint32(credit))
+		err = r.IssueCredit(uint32(g.granted))
 	}
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open a receiver on %q: %w", link.Address, err)
 	}
-	c := &consumer{conn: conn, r: r, consume: consume, topUp: max(1, credit/2), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &consumer{conn: conn, r: r, consume: consume, grants: g, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.receive()
 	return c, nil
 }
@@ -52,8 +52,7 @@ type consumer struct {
 	conn    *amqp.Conn
 	r       *amqp.Receiver
 	consume driver.ConsumeFunc
-	// topUp is how many acceptances give the broker as much credit back.
-	topUp   int
+	grants  *grants // used by receive alone
 	gate    driver.PauseGate
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when receive returns
@@ -70,10 +69,7 @@ func (c *consumer) receive() {
 		<-c.stop
 		cancel()
 	}()
-	var (
-		d        driver.Delivery
-		accepted int // since credit was last given back
-	)
+	var d driver.Delivery
 	for {
 		c.gate.Wait(c.stop)
 		msg, err := c.r.Receive(ctx, nil)
@@ -88,13 +84,10 @@ func (c *consumer) receive() {
 		if err := c.r.AcceptMessage(context.Background(), msg); err != nil {
 			return
 		}
-		// The credit given back is the messages accepted: the broker
-		// never has more than the link's credit unaccepted or on its way.
-		if accepted++; accepted == c.topUp {
-			if err := c.r.IssueCredit(uint32(accepted)); err != nil {
+		if credit := c.grants.accept(); credit > 0 {
+			if err := c.r.IssueCredit(credit); err != nil {
 				return
 			}
-			accepted = 0
 		}
 	}
 }

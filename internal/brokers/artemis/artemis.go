@@ -147,7 +147,7 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	// The queue's fully qualified name; the "topic" capability has a
 	// broker that creates queues on demand make a multicast one.
 	source := spec.Topic + "::" + queueName(spec.Topic, spec.Subscription)
-	return amqp10.NewConsumer(ctx, d.brokers, d.turn(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, d.cfg.credit, consume)
+	return amqp10.NewConsumer(ctx, d.brokers, d.turn(), amqp10.Link{Address: source, Capabilities: []string{"topic"}}, amqp10.Credit{Window: d.cfg.credit}, consume)
 }
 
 // manage returns the connection of management requests to node n, and

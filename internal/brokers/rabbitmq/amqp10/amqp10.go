@@ -15,7 +15,8 @@
 // is acknowledged once the broker accepted it (RabbitMQ accepts it when
 // its queues confirmed it); a consumer receives on a receiver link from
 // the queue with the configured credit, and accepts each message after
-// the runner consumed it. How the addresses are written depends on the
+// the runner consumed it (on RabbitMQ 3, credit is granted again once
+// spent: see NewConsumer). How the addresses are written depends on the
 // broker's release (addressFormat: v1 for RabbitMQ 3, v2 for 4), see
 // addresses.go. A re-read is the AMQP 0-9-1 driver's.
 package amqp10
@@ -165,7 +166,12 @@ func (d *Driver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, cons
 	if err := onePartition(spec.Topic, len(queues)); err != nil {
 		return nil, err
 	}
-	c, err := client.NewConsumer(ctx, d.node(), 0, client.Link{Address: d.cfg.format.queue(queues[0])}, d.cfg.credit, consume)
+	// RabbitMQ 3's plugin rebases a flow on the deliveries it sent, not
+	// on those on their way to the connection, and then sends more than
+	// the credit: the consumer grants credit once it is spent (see
+	// client.Credit). RabbitMQ 4 keeps the link's count in the queue.
+	credit := client.Credit{Window: d.cfg.credit, WhenSpent: d.cfg.format == formatV1}
+	c, err := client.NewConsumer(ctx, d.node(), 0, client.Link{Address: d.cfg.format.queue(queues[0])}, credit, consume)
 	return c, pluginAdvice(err)
 }
 
