@@ -239,9 +239,43 @@ func ConsumersBehind(m *results.Aggregate, ivs []results.Interval, w *workload.W
 		}
 		text += fmt.Sprintf(", the machine was %.0f%% idle)", s.CPUIdle)
 	}
+	if secs, left, ok := deliveryStalled(ivs); ok {
+		return text + fmt.Sprintf("; then they received nothing for the last %.0f s of the drain, with %d messages still undelivered: delivery stalled (the broker sent nothing, or the consumers asked for nothing), it did not merely slow down", secs, left)
+	}
 	if pt := w.ConsumerProcessingTime; pt != nil {
 		n := w.ConsumersPerSubscription
 		text += fmt.Sprintf("; the workload's consumerProcessingTime (%s) caps the %d consumers of each subscription at %.0f msg/s", pt, n, pt.Ceiling(n))
 	}
 	return text + "; add consumers or partitions, or lower the rate"
+}
+
+// stallSeconds is how long consumers must receive nothing at the end of
+// a drain that left messages undelivered for delivery to count as
+// stalled.
+const stallSeconds = 5
+
+// deliveryStalled reports whether the consumers received nothing in the
+// drain's last intervals, for at least stallSeconds, and the drain ended
+// with messages undelivered; it returns how long that lasted and how
+// many were left.
+func deliveryStalled(ivs []results.Interval) (secs float64, left int64, stalled bool) {
+	quietFrom := -1.0 // start of the drain's last intervals without a delivery
+	var last results.Interval
+	for _, iv := range ivs {
+		if iv.Phase != results.Drain {
+			continue
+		}
+		last = iv
+		switch {
+		case iv.Consumed > 0:
+			quietFrom = -1
+		case quietFrom < 0:
+			quietFrom = iv.StartSeconds
+		}
+	}
+	if quietFrom < 0 || last.Backlog <= 0 {
+		return 0, 0, false
+	}
+	secs = last.EndSeconds - quietFrom
+	return secs, last.Backlog, secs >= stallSeconds
 }

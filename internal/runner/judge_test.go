@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -196,5 +197,99 @@ func TestConsumersBehindIsAVerdict(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// haltingConsumerDriver wraps a driver whose consumers take the first after
+// messages, then hold the next one until closed, as a link that was
+// given no more credit does.
+type haltingConsumerDriver struct {
+	driver.Driver
+	after int
+}
+
+type haltingConsumer struct {
+	driver.Consumer
+	stop    chan struct{}
+	closing sync.Once
+}
+
+func (c *haltingConsumer) Close() {
+	c.closing.Do(func() { close(c.stop) })
+	c.Consumer.Close()
+}
+
+func (d *haltingConsumerDriver) NewConsumer(ctx context.Context, spec driver.ConsumerSpec, consume driver.ConsumeFunc) (driver.Consumer, error) {
+	stop := make(chan struct{})
+	taken := 0
+	c, err := d.Driver.NewConsumer(ctx, spec, func(dv *driver.Delivery) {
+		if taken == d.after {
+			<-stop
+			return
+		}
+		taken++
+		consume(dv)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &haltingConsumer{Consumer: c, stop: stop}, nil
+}
+
+// TestStalledDeliveryIsNamed: consumers that stop receiving altogether
+// are judged consumer-bound with a reason that says delivery stalled
+// through the drain, not that they were slow; a drain that delivers to
+// its end, or ends with nothing left, is no stall.
+func TestStalledDeliveryIsNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.NewBroker()
+		w := baseWorkload()
+		w.ProducerRate = 2000
+		w.PartitionsPerTopic = 1
+		w.Warmup, w.Duration = time.Second, 5*time.Second
+		d := &haltingConsumerDriver{Driver: b.NewDriver(), after: 3000}
+		res, err := Run(context.Background(), Config{Workload: w, Driver: d, DrainTimeout: 10 * time.Second})
+		if res == nil {
+			t.Fatalf("no results: %v", err)
+		}
+		v := results.Judge(res)
+		if v.Kind != results.ConsumerBound || !strings.Contains(v.Reason, "delivery stalled") || strings.Contains(v.Reason, "add consumers") {
+			t.Errorf("verdict %+v: want consumer-bound, delivery stalled, no advice to add consumers", v)
+		}
+		if c := res.Counts; c.Consumed != 3000 || c.Lost != 0 {
+			t.Errorf("accounting %+v: 3000 consumed, nothing lost", c)
+		}
+	})
+
+	iv := func(phase results.Phase, start float64, consumed, backlog int64) results.Interval {
+		i := results.Interval{StartSeconds: start, EndSeconds: start + 1, Phase: phase, Backlog: backlog}
+		i.Consumed = consumed
+		return i
+	}
+	quiet := func(from, n int, backlog int64) []results.Interval {
+		var ivs []results.Interval
+		for s := from; s < from+n; s++ {
+			ivs = append(ivs, iv(results.Drain, float64(s), 0, backlog))
+		}
+		return ivs
+	}
+	measure := []results.Interval{iv(results.Measure, 0, 10, 100), iv(results.Measure, 1, 10, 200)}
+	for _, c := range []struct {
+		name    string
+		ivs     []results.Interval
+		stalled bool
+		secs    float64
+	}{
+		{"quiet through the drain", append(append([]results.Interval{}, measure...), quiet(2, 6, 200)...), true, 6},
+		{"quiet after delivering", append(append(append([]results.Interval{}, measure...), iv(results.Drain, 2, 50, 150)), quiet(3, 5, 150)...), true, 5},
+		{"quiet too briefly", append(append([]results.Interval{}, measure...), quiet(2, 4, 200)...), false, 0},
+		{"delivering at the end", append(append(append([]results.Interval{}, measure...), quiet(2, 6, 200)...), iv(results.Drain, 8, 10, 190)), false, 0},
+		{"nothing left", append(append([]results.Interval{}, measure...), quiet(2, 6, 0)...), false, 0},
+		{"no drain", measure, false, 0},
+	} {
+		secs, _, stalled := deliveryStalled(c.ivs)
+		if stalled != c.stalled || stalled && secs != c.secs {
+			t.Errorf("%s: stalled %v for %.0f s, want %v for %.0f s", c.name, stalled, secs, c.stalled, c.secs)
+		}
 	}
 }
