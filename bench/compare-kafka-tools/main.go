@@ -3,7 +3,7 @@
 // ConsumerPerformance) and with a bare franz-go loop (bench/barekafka, the
 // client library's ceiling), against one local broker it starts itself. The
 // bare producer runs twice: with one value for every record, always in the
-// cache, and with 16,384 distinct values, as many as brokerbench keeps in
+// cache, and with as many distinct values as brokerbench keeps in
 // flight, each cold by the time the client copies it.
 //
 // For each message size it runs, alternating the order each repetition,
@@ -39,6 +39,7 @@ import (
 	"github.com/brokerbench/brokerbench/bench/toolcompare"
 	"github.com/brokerbench/brokerbench/internal/brokers/kafka"
 	"github.com/brokerbench/brokerbench/internal/results"
+	"github.com/brokerbench/brokerbench/internal/runner"
 )
 
 func fatal(err error) {
@@ -96,10 +97,11 @@ func run(ctx context.Context, o toolcompare.Options) error {
 }
 
 // bareValues is the bare producer loop sending as many distinct values as
-// brokerbench's producer keeps in flight (16,384 at both sizes compared),
+// brokerbench's producer keeps in flight (runner.InFlightWindow: 16,384
+// at 100 B and 1 KB),
 // so that its values, like brokerbench's, are no longer in the cache when
 // the client copies them into a request.
-const bareValues = "bare franz-go, 16,384 values"
+const bareValues = "bare franz-go, in-flight values"
 
 func (e *env) producers(size int) []tool {
 	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
@@ -124,7 +126,8 @@ func (e *env) producers(size int) []tool {
 		}, Rate: toolcompare.KeyRate},
 		{Name: bareValues, Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
-				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size), "-values", "16384"}
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size),
+				"-values", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes))}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {

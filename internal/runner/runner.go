@@ -22,6 +22,9 @@ import (
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
+// DefaultMaxInFlightBytes is Config.MaxInFlightBytes when none is given.
+const DefaultMaxInFlightBytes = 32 << 20
+
 // Config is one run's setup.
 type Config struct {
 	Workload *workload.Workload
@@ -228,7 +231,7 @@ func newRun(cfg Config) *run {
 		cfg.BacklogTimeout = 10 * time.Minute
 	}
 	if cfg.MaxInFlightBytes <= 0 {
-		cfg.MaxInFlightBytes = 32 << 20
+		cfg.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
 	if cfg.Abandon == nil {
 		cfg.Abandon = context.Background()

@@ -234,19 +234,25 @@ func (r *run) reportEvery(interval time.Duration, what func() string) (stop func
 	}
 }
 
+// InFlightWindow returns how many messages each of producers producers
+// keeps in flight at most, for messages of size bytes and a bound of
+// maxBytes unacknowledged bytes per producer (Config.MaxInFlightBytes):
+// at most 16384, measured on 100-byte messages at max rate, where 65536
+// slots spread each message over cold cache lines and cost 20-30% more
+// CPU per message for no more throughput (bench/README.md); and the
+// producers' message copies together within 1 GiB.
+func InFlightWindow(size, producers, maxBytes int) int {
+	perProducer := min(maxBytes, (1<<30)/max(producers, 1))
+	return max(16, min(16384, perProducer/max(size, 1)))
+}
+
 // startProducers creates the producers, each with its share of the
 // workload's pacing (pacer.Share) and of the message limit, and its
 // in-flight window.
 func (r *run) startProducers(ctx context.Context, pool [][]byte) error {
 	w := r.w
-	// At most 16384 messages in flight per producer: measured on 100-byte
-	// messages at max rate, 65536 slots spread each message over cold
-	// cache lines and cost 20-30% more CPU per message for no more
-	// throughput (bench/README.md).
-	// The producers' message copies together stay within 1 GiB.
 	n := w.Producers()
-	perProducer := min(r.cfg.MaxInFlightBytes, (1<<30)/max(n, 1))
-	inFlight := max(16, min(16384, perProducer/w.MessageSize))
+	inFlight := InFlightWindow(w.MessageSize, n, r.cfg.MaxInFlightBytes)
 	for i := range n {
 		if !r.runsProducer(i) {
 			continue

@@ -130,3 +130,22 @@ func TestSetupInTimeIsQuiet(t *testing.T) {
 		}
 	})
 }
+
+// TestInFlightWindow: at most 16384 messages, at most maxBytes of them
+// per producer, all producers' copies within 1 GiB, and never fewer
+// than 16.
+func TestInFlightWindow(t *testing.T) {
+	for _, c := range []struct{ size, producers, maxBytes, want int }{
+		{100, 1, DefaultMaxInFlightBytes, 16384},
+		{1024, 1, DefaultMaxInFlightBytes, 16384},
+		{4096, 1, DefaultMaxInFlightBytes, 8192},
+		{1024, 1024, DefaultMaxInFlightBytes, 1024},
+		{64 << 20, 1, DefaultMaxInFlightBytes, 16},
+		{100, 1, 1000, 16},
+		{0, 1, DefaultMaxInFlightBytes, 16384},
+	} {
+		if got := InFlightWindow(c.size, c.producers, c.maxBytes); got != c.want {
+			t.Errorf("InFlightWindow(%d, %d, %d) = %d, want %d", c.size, c.producers, c.maxBytes, got, c.want)
+		}
+	}
+}
