@@ -373,7 +373,7 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 		return nil, err
 	}
 	env, _ := d.environment()
-	p := &producer{ack: ack, pending: map[message.StreamMessage]*driver.Message{}}
+	p := newProducer(ack)
 	for _, name := range names {
 		opts := rstream.NewProducerOptions().SetBatchSize(d.cfg.batchSize).SetBatchPublishingDelay(d.cfg.batchDelay).
 			SetSubEntrySize(d.cfg.subEntrySize).SetConfirmationTimeOut(d.cfg.confirmTimeout).
@@ -393,45 +393,79 @@ func (d *Driver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack 
 	return p, nil
 }
 
+// newProducer returns a producer without streams yet.
+func newProducer(ack driver.AckFunc) *producer {
+	p := &producer{ack: ack}
+	p.pending.next, p.pending.prev = &p.pending, &p.pending
+	return p
+}
+
 // producer sends to a topic's streams.
 type producer struct {
 	streams []*rstream.Producer
 	spread  driver.Spreader
 	ack     driver.AckFunc
 
-	mu       sync.Mutex // guards pending; AckFunc calls are made under it, so never concurrent
-	pending  map[message.StreamMessage]*driver.Message
+	mu sync.Mutex // guards pending; AckFunc calls are made under it, so never concurrent
+	// pending is the ring of messages sent and not yet settled, for Close
+	// to fail; its own links make the ring's head.
+	pending  sent
 	inFlight sync.WaitGroup
 	loops    sync.WaitGroup
 	closed   bool
 }
 
+// sent is a message in the stream client's hands: the AMQP message the
+// client marshals and hands back in its confirm, carrying the runner's
+// message it stands for, so that a confirm finds it without a lookup.
+// While unsettled it is linked into its producer's pending ring.
+type sent struct {
+	amqp.AMQP10
+	m          *driver.Message
+	prev, next *sent
+}
+
 // Send implements driver.Producer.
 func (p *producer) Send(ctx context.Context, m *driver.Message) {
-	p.inFlight.Add(1)
-	msg := amqp.NewMessage(m.Value)
-	p.mu.Lock()
-	if p.closed {
-		p.ack(m, errKind{"CLOSED", errors.New("producer closed")})
-		p.mu.Unlock()
-		p.inFlight.Done()
+	msg := p.track(m)
+	if msg == nil {
 		return
 	}
-	p.pending[msg] = m
-	p.mu.Unlock()
 	if err := p.streams[p.spread.Partition(m.Key, len(p.streams))].Send(msg); err != nil {
 		p.settle(msg, errKind{"SEND", err})
 	}
 }
 
-// settle acknowledges the message behind msg, once: a message the client
-// both refuses and reports is settled by whichever comes first.
-func (p *producer) settle(msg message.StreamMessage, err error) {
+// track returns the stream message for m, pending until settled, or nil
+// after acknowledging m as failed if the producer is closed.
+func (p *producer) track(m *driver.Message) *sent {
+	msg := &sent{AMQP10: *amqp.NewMessage(m.Value), m: m}
 	p.mu.Lock()
-	m, ok := p.pending[msg]
+	defer p.mu.Unlock()
+	if p.closed {
+		p.ack(m, errKind{"CLOSED", errors.New("producer closed")})
+		return nil
+	}
+	p.inFlight.Add(1)
+	msg.prev, msg.next = p.pending.prev, &p.pending
+	msg.prev.next, p.pending.prev = msg, msg
+	return msg
+}
+
+// settle acknowledges the message behind msg, once: a message the client
+// both refuses and reports is settled by whichever comes first, and one
+// Close failed is not settled again.
+func (p *producer) settle(msg message.StreamMessage, err error) {
+	s, ok := msg.(*sent)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	ok = s.next != nil
 	if ok {
-		delete(p.pending, msg)
-		p.ack(m, err)
+		s.prev.next, s.next.prev = s.next, s.prev
+		s.prev, s.next = nil, nil
+		p.ack(s.m, err)
 	}
 	p.mu.Unlock()
 	if ok {
@@ -479,11 +513,15 @@ func (p *producer) Close() {
 	}
 	p.loops.Wait()
 	p.mu.Lock()
-	left := p.pending
-	p.pending = map[message.StreamMessage]*driver.Message{}
-	for _, m := range left {
-		p.ack(m, errKind{"CLOSED", errors.New("producer closed before the confirm")})
+	left := 0
+	for s := p.pending.next; s != &p.pending; {
+		next := s.next
+		s.prev, s.next = nil, nil
+		p.ack(s.m, errKind{"CLOSED", errors.New("producer closed before the confirm")})
+		left++
+		s = next
 	}
+	p.pending.next, p.pending.prev = &p.pending, &p.pending
 	p.mu.Unlock()
 	for range left {
 		p.inFlight.Done()
