@@ -19,6 +19,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
@@ -86,7 +87,11 @@ func run(uri, stream string, records int64, size, window, batch, credits int) er
 		return err
 	}
 	defer producer.Close()
-	slots := make(chan struct{}, window)
+	// The window is a count the confirm loop lowers a batch at a time,
+	// waking a sender that waits for room once per batch rather than
+	// once per message.
+	var inFlight atomic.Int64
+	room := make(chan struct{}, 1)
 	confirmed := make(chan error, 1)
 	go func() {
 		var n int64
@@ -96,11 +101,16 @@ func run(uri, stream string, records int64, size, window, batch, credits int) er
 					confirmed <- fmt.Errorf("message %d not confirmed: %v", n, s.GetError())
 					return
 				}
-				<-slots
-				if n++; n == records {
-					confirmed <- nil
-					return
-				}
+			}
+			n += int64(len(statuses))
+			inFlight.Add(-int64(len(statuses)))
+			select {
+			case room <- struct{}{}:
+			default:
+			}
+			if n == records {
+				confirmed <- nil
+				return
 			}
 		}
 	}()
@@ -108,11 +118,14 @@ func run(uri, stream string, records int64, size, window, batch, credits int) er
 	value := make([]byte, size)
 	start := time.Now()
 	for range records {
-		select {
-		case slots <- struct{}{}:
-		case err := <-confirmed:
-			return fmt.Errorf("confirms ended before every message was sent: %w", err)
+		for inFlight.Load() >= int64(window) {
+			select {
+			case <-room:
+			case err := <-confirmed:
+				return fmt.Errorf("confirms ended before every message was sent: %w", err)
+			}
 		}
+		inFlight.Add(1)
 		if err := producer.Send(amqp.NewMessage(value)); err != nil {
 			return err
 		}
