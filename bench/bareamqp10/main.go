@@ -1,12 +1,28 @@
-// Command bareamqp10 is the ceiling of go-amqp for the Artemis comparison
-// (bench/compare-artemis-tools): one sender and one receiver, each on a
-// connection of its own, on one queue: durable messages sent unsettled
-// with a bounded number awaiting the broker's settlement, a receiver
-// with link credit that accepts every message, and nothing measured but
-// the count. It prints rate=R: records from the first send to the last
-// delivery.
+// Command bareamqp10 is the ceiling of go-amqp for the comparisons over
+// AMQP 1.0 (bench/compare-artemis-tools, bench/compare-rabbitmq-amqp10-tools):
+// one sender and one receiver, each on a connection of its own, on one
+// queue: durable messages sent unsettled with a bounded number awaiting
+// the broker's settlement, a receiver with link credit that accepts
+// every message, and nothing measured but the count. It prints rate=R:
+// records from the first send to the last delivery.
+//
+// By default the sender's target and the receiver's source are both the
+// queue's name (Artemis makes an anycast address of that name on
+// demand), and go-amqp manages the receiver's credit: it gives back what
+// was settled once that reaches the credit left. -target and -source
+// name other addresses (RabbitMQ 3's /exchange/X/RK and /amq/queue/Q).
+// -credit-when-spent manages the credit by hand instead (ReceiverOptions
+// Credit -1 and IssueCredit): the whole credit is granted again only once
+// every message it covered was received and accepted. A careful user of
+// go-amqp on RabbitMQ 3 does that: its AMQP 1.0 plugin sends more than
+// the credit when a grant crosses deliveries on their way
+// (rabbitmq-server issue 2597), go-amqp's count of the credit left, an
+// unsigned number, then wraps, and the link stalls for good; a grant made
+// when the credit is spent crosses nothing. It is what brokerbench's
+// rabbitmq-amqp10 driver does on RabbitMQ 3.
 //
 //	bareamqp10 -addr 127.0.0.1:61616 -queue q -records 1000000 -size 100 [-cpuprofile FILE]
+//	bareamqp10 -addr 127.0.0.1:5672 -user guest -password guest -target /exchange/x/0 -source /amq/queue/q -credit-when-spent
 package main
 
 import (
@@ -30,15 +46,24 @@ func main() {
 	size := flag.Int("size", 100, "message size in bytes")
 	pending := flag.Int("pending", 1000, "messages awaiting settlement at most")
 	credit := flag.Int("credit", 1000, "the receiver's link credit")
+	whenSpent := flag.Bool("credit-when-spent", false, "grant the credit by hand, the whole of it again once every message it covered was received and accepted (instead of go-amqp's top-ups)")
+	target := flag.String("target", "", "the sender's target address (default: the queue)")
+	source := flag.String("source", "", "the receiver's source address (default: the queue)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	sasl := amqp.SASLTypeAnonymous()
 	if *user != "" {
 		sasl = amqp.SASLTypePlain(*user, *password)
 	}
+	if *target == "" {
+		*target = *queue
+	}
+	if *source == "" {
+		*source = *queue
+	}
 	stopProfile, err := toolcompare.CPUProfile(*cpuProfile)
 	if err == nil {
-		err = run(*addr, sasl, *queue, *records, *size, *pending, *credit)
+		err = run(*addr, sasl, *target, *source, *records, *size, *pending, *credit, *whenSpent)
 		stopProfile()
 	}
 	if err != nil {
@@ -61,14 +86,21 @@ func dialSession(ctx context.Context, addr string, sasl amqp.SASLType) (*amqp.Co
 	return conn, sess, nil
 }
 
-func run(addr string, sasl amqp.SASLType, queue string, records int64, size, pending, credit int) error {
+func run(addr string, sasl amqp.SASLType, target, source string, records int64, size, pending, credit int, whenSpent bool) error {
 	ctx := context.Background()
 	rconn, rsess, err := dialSession(ctx, addr, sasl)
 	if err != nil {
 		return err
 	}
 	defer rconn.Close()
-	receiver, err := rsess.NewReceiver(ctx, queue, &amqp.ReceiverOptions{Credit: int32(credit), SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
+	ro := &amqp.ReceiverOptions{Credit: int32(credit), SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()}
+	if whenSpent {
+		ro.Credit = -1
+	}
+	receiver, err := rsess.NewReceiver(ctx, source, ro)
+	if err == nil && whenSpent {
+		err = receiver.IssueCredit(uint32(credit))
+	}
 	if err != nil {
 		return err
 	}
@@ -77,7 +109,7 @@ func run(addr string, sasl amqp.SASLType, queue string, records int64, size, pen
 		return err
 	}
 	defer sconn.Close()
-	sender, err := ssess.NewSender(ctx, queue, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr()})
+	sender, err := ssess.NewSender(ctx, target, &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeUnsettled.Ptr()})
 	if err != nil {
 		return err
 	}
@@ -87,6 +119,9 @@ func run(addr string, sasl amqp.SASLType, queue string, records int64, size, pen
 			msg, err := receiver.Receive(ctx, nil)
 			if err == nil {
 				err = receiver.AcceptMessage(ctx, msg)
+			}
+			if err == nil && whenSpent && (n+1)%int64(credit) == 0 {
+				err = receiver.IssueCredit(uint32(credit))
 			}
 			if err != nil {
 				consumed <- fmt.Errorf("after %d messages: %w", n, err)
