@@ -21,9 +21,9 @@ type producerStats struct {
 	// and failed by the client's callbacks on another core: the padding
 	// keeps them on separate cache lines.
 	sent atomic.Int64
-	// sendBlocked estimates the time the producer spent in the driver's
-	// Send waiting for the client to take a message (its buffer full), in
-	// nanoseconds.
+	// sendBlocked is the time the producer spent in the driver's Send
+	// waiting for the client to take a message (its buffer full), in
+	// nanoseconds: every Send that took longer than blockedSend.
 	sendBlocked atomic.Int64
 	// sendingSince is the clock time at which a timed Send began, while
 	// it is under way (0 otherwise), so that a Send blocked to the end of
@@ -141,28 +141,36 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	// sentAt is the clock time at which the last untimed Send began, 0 if
+	// none or if it is not to be measured: the next clock reading, made
+	// anyway, tells how long it took, without a reading of its own.
+	var sentAt int64
 	for seq := uint64(0); w.limit == 0 || int64(seq) < w.limit; seq++ {
 		if ctx.Err() != nil {
 			return
 		}
 		due := w.pacer.Due(seq)
 		intended := int64(-1)
+		// after is the first clock reading after the last Send returned.
+		var after int64
 		if due >= 0 {
 			intended = start + int64(due)
 			if w.txn != nil && w.txn.deadline() < intended {
-				if !w.sleepUntil(ctx, timer, w.txn.deadline()) {
+				if _, ok := w.sleepUntil(ctx, timer, w.txn.deadline()); !ok {
 					return
 				}
 				w.endTransaction(sendCtx)
 			}
-			if !w.sleepUntil(ctx, timer, intended) {
+			var ok bool
+			if after, ok = w.sleepUntil(ctx, timer, intended); !ok {
 				return
 			}
 		}
 		if w.txn != nil && !w.beforeSend(sendCtx, seq, clock.Now()) {
 			return
 		}
-		if len(w.stock) == 0 {
+		took := len(w.stock) == 0
+		if took {
 			w.publishSent()
 			var ok bool
 			if w.stock, ok = w.free.take(ctx, w.stock); !ok {
@@ -172,6 +180,13 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		slot := w.stock[len(w.stock)-1]
 		w.stock = w.stock[:len(w.stock)-1]
 		now := clock.Now()
+		if after == 0 && !took {
+			// A wait for a free slot in between is counted by the pool.
+			after = now
+		}
+		if sentAt > 0 && after > 0 && after-sentAt > int64(blockedSend) {
+			w.noteSendTook(after - sentAt)
+		}
 		if intended < 0 {
 			intended = now
 		}
@@ -193,29 +208,33 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 			w.stats.sendingSince.Store(now)
 		}
 		w.prod.Send(sendCtx, m)
+		sentAt = now
 		if timed {
 			w.noteSendTime(now)
+			sentAt = 0
 		}
 		if w.txn != nil {
 			w.afterSend(sendCtx)
+			sentAt = 0
 		}
 	}
 }
 
 // sleepUntil waits until clock time t, and returns false if ctx ends
-// first.
-func (w *producerWorker) sleepUntil(ctx context.Context, timer *time.Timer, t int64) bool {
-	wait := t - clock.Now()
+// first; checked is the clock time at which it was called.
+func (w *producerWorker) sleepUntil(ctx context.Context, timer *time.Timer, t int64) (checked int64, ok bool) {
+	checked = clock.Now()
+	wait := t - checked
 	if wait <= 0 {
-		return true
+		return checked, true
 	}
 	w.publishSent()
 	timer.Reset(time.Duration(wait))
 	select {
 	case <-ctx.Done():
-		return false
+		return checked, false
 	case <-timer.C:
-		return true
+		return checked, true
 	}
 }
 
@@ -224,14 +243,23 @@ func (w *producerWorker) sleepUntil(ctx context.Context, timer *time.Timer, t in
 const blockedSend = 50 * time.Microsecond
 
 // noteSendTime records a timed Send that began at from. One send in
-// publishEvery is timed, which costs one clock reading per publishEvery
-// messages. A client whose buffer is full blocks every send until an
-// acknowledgement frees room, so the timed send stands for its
-// publishEvery neighbours.
+// publishEvery is timed, with a clock reading of its own and its start
+// published while it is under way (sendingSince), so that a wait under
+// way shows before it ends; the others are measured by noteSendTook.
 func (w *producerWorker) noteSendTime(from int64) {
 	w.stats.sendingSince.Store(0)
-	if d := clock.Now() - from; d > int64(blockedSend) {
-		w.stats.sendBlocked.Add(d * publishEvery)
+	w.noteSendTook(clock.Now() - from)
+}
+
+// noteSendTook records a Send that took d nanoseconds, counted as
+// waiting on the broker if longer than blockedSend. An untimed Send is
+// measured from its start to the producer's next clock reading, which
+// adds the loop's own work, well under blockedSend, and any time the
+// goroutine was not running, which the verdict weighs against this
+// machine's scheduling delay.
+func (w *producerWorker) noteSendTook(d int64) {
+	if d > int64(blockedSend) {
+		w.stats.sendBlocked.Add(d)
 		if d > w.stats.sendLongest.Load() {
 			w.stats.sendLongest.Store(d)
 		}
@@ -244,7 +272,7 @@ func (w *producerWorker) noteSendTime(from int64) {
 func (w *producerWorker) waitedForBroker(now int64) int64 {
 	t := w.free.blockedUntil(now) + w.stats.sendBlocked.Load()
 	if from := w.stats.sendingSince.Load(); from > 0 && now-from > int64(blockedSend) {
-		t += (now - from) * publishEvery
+		t += now - from
 	}
 	return t
 }
