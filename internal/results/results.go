@@ -332,6 +332,12 @@ type Aggregate struct {
 	// included: a broker that stalls shows here even when the stall is a
 	// small share of the whole.
 	LongestBrokerWaitMs float64 `json:"longestBrokerWaitMs"`
+	// LateBehindBrokerShare is the share of the producers' lateness (how
+	// far their sends fell behind schedule, beyond 1 ms) that built up
+	// while they waited on the broker between two sends (0..1; absent
+	// when no send fell that far behind): near 1, the broker's waits made
+	// the sends late, even when each wait alone was short.
+	LateBehindBrokerShare float64 `json:"lateBehindBrokerShare,omitempty"`
 	// SampleDelayMaxMs is the largest delay of a scheduled sample in the
 	// measurement phase: a process that cannot sample on time could not
 	// send on time either.

@@ -62,7 +62,8 @@ func (s TargetSpec) sendLagLimitMs(m *results.Aggregate) float64 {
 // (the rate, and the send lag limit) and, when it did not, what limited
 // it, in this order: the broker (sends failed; an outage of outageBlame or
 // more; the producers waited on it most of the time, or long enough at
-// once to make sends late), a machine disturbed by other processes, the
+// once to make sends late, or the sends' lateness built up mostly while
+// they waited on it), a machine disturbed by other processes, the
 // load generator's CPU, a machine saturated by the broker (the broker's
 // limit on this machine) or by brokerbench, and otherwise the load
 // generator's own producers. Only brokerbench's own limits are
@@ -140,6 +141,10 @@ func limitOf(m *results.Aggregate, spec TargetSpec, lagLimit float64, lagged boo
 		// Waits long enough to move the p99 of the send lag, each
 		// longer than the limit: the sends behind them left late.
 		return fmt.Sprintf("the broker: producers waited on it %.1f%% of the time, up to %.0f ms at once (in-flight window or client buffer full), and the sends behind them left late", 100*m.BrokerWaitShare, m.LongestBrokerWaitMs), false, false
+	case lagged && m.LateBehindBrokerShare >= 0.5:
+		// Many short waits in a row: each below the limit, together
+		// they made the sends late.
+		return fmt.Sprintf("the broker: %.0f%% of the sends' lateness built up while producers waited on it (%.1f%% of the time, up to %.1f ms at once: in-flight window or client buffer full)", 100*m.LateBehindBrokerShare, 100*m.BrokerWaitShare, m.LongestBrokerWaitMs), false, false
 	case isDisturbed:
 		return "the machine, shared with other processes: " + results.DisturbanceText(s) + " (" + use + ")", false, true
 	case clientCores >= 0.9:

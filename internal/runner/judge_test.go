@@ -62,6 +62,11 @@ func TestJudgeTargetNamesTheLimit(t *testing.T) {
 		// An explicit limit is not scaled.
 		{"explicit limit", 1000, sched(lag(at(1000, agg{System: sys(40, 20, 40, 0)}), 25), 20), 10 * time.Millisecond, false, true, false, "schedule"},
 		{"late sends, nothing saturated", 1000, sched(lag(at(1000, agg{System: sys(40, 20, 40, 0)}), 50), 2), 0, false, true, false, "scheduling delay p99 2.000 ms"},
+		// Many short waits in a row made the sends late: the broker's,
+		// though no wait alone reached the limit.
+		{"lateness built up in short waits", 5000, sched(lag(at(5000, agg{BrokerWaitShare: 0.19, LongestBrokerWaitMs: 5.7, LateBehindBrokerShare: 0.8, System: sys(30, 30, 80, 0)}), 30), 2), 0, false, false, false, "80% of the sends' lateness built up while producers waited on it"},
+		// Lateness that built up mostly between waits is not the broker's.
+		{"lateness mostly between waits", 5000, sched(lag(at(5000, agg{BrokerWaitShare: 0.19, LongestBrokerWaitMs: 5.7, LateBehindBrokerShare: 0.3, System: sys(30, 30, 80, 0)}), 30), 2), 0, false, true, false, "schedule"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -153,6 +153,9 @@ type totals struct {
 	// waitedForBroker is the producers' summed time waiting for a free
 	// in-flight slot or for the client to take a message, in nanoseconds.
 	waitedForBroker int64
+	// lateGrowth and lateFromWaits are the producers' summed
+	// producerStats of those names.
+	lateGrowth, lateFromWaits int64
 }
 
 func (r *run) totals() totals {
@@ -163,6 +166,8 @@ func (r *run) totals() totals {
 		t.acked += p.stats.acked.Load()
 		t.failed += p.stats.failed.Load()
 		t.waitedForBroker += p.waitedForBroker(now)
+		t.lateGrowth += p.stats.lateGrowth.Load()
+		t.lateFromWaits += p.stats.lateFromWaits.Load()
 	}
 	for _, c := range r.consumers {
 		t.consumed += c.consumed.Load()

@@ -30,7 +30,12 @@ type producerStats struct {
 	// an interval counts in that interval; sendLongest is the longest
 	// timed Send, in nanoseconds.
 	sendingSince, sendLongest atomic.Int64
-	_                         [32]byte
+	// lateGrowth is how much the producer's lateness beyond lateFloor
+	// grew, summed over its sends, in nanoseconds; lateFromWaits is the
+	// part of that growth that accrued while it waited on the broker (in
+	// a Send, or for a free slot) between two sends.
+	lateGrowth, lateFromWaits atomic.Int64
+	_                         [16]byte
 	acked, failed             atomic.Int64
 	_                         [48]byte
 
@@ -145,6 +150,10 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 	// none or if it is not to be measured: the next clock reading, made
 	// anyway, tells how long it took, without a reading of its own.
 	var sentAt int64
+	// waited is the producer's wait on the broker since the last send
+	// left, as far as measured; lateness is that send's lateness beyond
+	// lateFloor.
+	var waited, lateness int64
 	for seq := uint64(0); w.limit == 0 || int64(seq) < w.limit; seq++ {
 		if ctx.Err() != nil {
 			return
@@ -172,10 +181,12 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		took := len(w.stock) == 0
 		if took {
 			w.publishSent()
+			blocked := w.free.blocked.Load()
 			var ok bool
 			if w.stock, ok = w.free.take(ctx, w.stock); !ok {
 				return
 			}
+			waited += w.free.blocked.Load() - blocked
 		}
 		slot := w.stock[len(w.stock)-1]
 		w.stock = w.stock[:len(w.stock)-1]
@@ -186,10 +197,19 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		}
 		if sentAt > 0 && after > 0 && after-sentAt > int64(blockedSend) {
 			w.noteSendTook(after - sentAt)
+			waited += after - sentAt
 		}
 		if intended < 0 {
 			intended = now
 		}
+		if late := max(0, now-intended-int64(lateFloor)); late != lateness {
+			if grew := late - lateness; grew > 0 {
+				w.stats.lateGrowth.Add(grew)
+				w.stats.lateFromWaits.Add(min(grew, waited))
+			}
+			lateness = late
+		}
+		waited = 0
 		if w.record {
 			w.stats.sendLag.RecordNanos(now - intended)
 		}
@@ -210,7 +230,7 @@ func (w *producerWorker) run(ctx, sendCtx context.Context, start int64) {
 		w.prod.Send(sendCtx, m)
 		sentAt = now
 		if timed {
-			w.noteSendTime(now)
+			waited = w.noteSendTime(now)
 			sentAt = 0
 		}
 		if w.txn != nil {
@@ -242,13 +262,24 @@ func (w *producerWorker) sleepUntil(ctx context.Context, timer *time.Timer, t in
 // client rather than as the client's work on the message.
 const blockedSend = 50 * time.Microsecond
 
-// noteSendTime records a timed Send that began at from. One send in
+// lateFloor is the lateness of a send below which its growth is not
+// attributed (lateGrowth): a timer's wake-up jitter makes every paced
+// send a little late, and a send lag limit is never below it.
+const lateFloor = time.Millisecond
+
+// noteSendTime records a timed Send that began at from and returns its
+// wait on the broker (0 if it took blockedSend or less). One send in
 // publishEvery is timed, with a clock reading of its own and its start
 // published while it is under way (sendingSince), so that a wait under
 // way shows before it ends; the others are measured by noteSendTook.
-func (w *producerWorker) noteSendTime(from int64) {
+func (w *producerWorker) noteSendTime(from int64) int64 {
 	w.stats.sendingSince.Store(0)
-	w.noteSendTook(clock.Now() - from)
+	d := clock.Now() - from
+	w.noteSendTook(d)
+	if d <= int64(blockedSend) {
+		return 0
+	}
+	return d
 }
 
 // noteSendTook records a Send that took d nanoseconds, counted as

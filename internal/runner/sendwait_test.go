@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/memory"
+	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -40,6 +41,64 @@ func TestIsolatedBlockingSendsAreTheBrokers(t *testing.T) {
 		}
 		if res.Target.LoadGeneratorBound || !strings.HasPrefix(res.Target.Limit, "the broker") {
 			t.Errorf("verdict limit %q (load-generator-bound %v), want the broker", res.Target.Limit, res.Target.LoadGeneratorBound)
+		}
+	})
+}
+
+// burstStallingDriver wraps the memory driver so that the Sends whose
+// ordinals (counted from 1) stalls reports block for stall first.
+type burstStallingDriver struct {
+	driver.Driver
+	stall  time.Duration
+	stalls func(n int) bool
+}
+
+func (d *burstStallingDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
+	p, err := d.Driver.NewProducer(ctx, spec, ack)
+	return &burstStallingProducer{Producer: p, d: d}, err
+}
+
+type burstStallingProducer struct {
+	driver.Producer
+	d     *burstStallingDriver
+	sends int
+}
+
+func (p *burstStallingProducer) Send(ctx context.Context, m *driver.Message) {
+	if p.sends++; p.d.stalls(p.sends) {
+		time.Sleep(p.d.stall)
+	}
+	p.Producer.Send(ctx, m)
+}
+
+// TestLatenessBuiltUpInShortWaitsIsTheBrokers: at 1,000 msg/s, bursts of
+// ten Sends in a row that each block 3 ms, one burst every 500 sends,
+// put the producer up to 20 ms behind. No single wait reaches the send
+// lag limit and the producers wait on the broker only 6% of the time,
+// but all of the lateness built up while they waited: the verdict names
+// the broker, not the load generator's schedule.
+func TestLatenessBuiltUpInShortWaitsIsTheBrokers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &workload.Workload{Name: "bursts", Topics: 1, PartitionsPerTopic: 1, MessageSize: 100, ProducersPerTopic: 1,
+			SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1, ProducerRate: 1000, Duration: 4500 * time.Millisecond}
+		d := &burstStallingDriver{Driver: memory.NewBroker().NewDriver(), stall: 3 * time.Millisecond,
+			stalls: func(n int) bool { return n%500 >= 1 && n%500 <= 10 }}
+		res, err := Run(context.Background(), Config{Workload: w, Driver: d, DrainTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Measured
+		if m.LongestBrokerWaitMs > 3.1 || m.BrokerWaitShare > 0.1 {
+			t.Fatalf("longest wait %.1f ms, %.3f of the time waiting: want the short waits this test is about", m.LongestBrokerWaitMs, m.BrokerWaitShare)
+		}
+		if m.SendLag.P99 < 11 {
+			t.Fatalf("send lag p99 %.1f ms: want the sends late beyond the limit", m.SendLag.P99)
+		}
+		if m.LateBehindBrokerShare < 0.9 {
+			t.Errorf("%.2f of the lateness built up while waiting on the broker, want nearly all", m.LateBehindBrokerShare)
+		}
+		if res.Target == nil || res.Target.LoadGeneratorBound || !strings.HasPrefix(res.Target.Limit, "the broker") {
+			t.Errorf("verdict %+v, want the broker", res.Target)
 		}
 	})
 }

@@ -25,6 +25,9 @@ func (r *run) summarise(c *collector, measureEnd totals) {
 	if secs > 0 && len(r.producers) > 0 {
 		m.BrokerWaitShare = min(1, float64(measureEnd.waitedForBroker-c.measureStart.waitedForBroker)/(secs*1e9*float64(len(r.producers))))
 	}
+	if grew := measureEnd.lateGrowth - c.measureStart.lateGrowth; grew > 0 {
+		m.LateBehindBrokerShare = float64(measureEnd.lateFromWaits-c.measureStart.lateFromWaits) / float64(grew)
+	}
 	if r.cfg.NoLatencyRecording && secs > 0 {
 		m.Sent, m.Acked = measureEnd.sent-c.measureStart.sent, measureEnd.acked-c.measureStart.acked
 		m.Consumed = measureEnd.consumed - c.measureStart.consumed
