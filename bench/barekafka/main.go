@@ -14,7 +14,10 @@
 // instead of one: a load generator that stamps each message keeps a value
 // per message in flight (brokerbench up to 16,384 per producer), and the
 // client copies each from memory that has left the cache, where one value
-// stays in it.
+// stays in it. -stamp also writes each record's number into its value just
+// before producing it, as a load generator writes its header, with at most
+// N-1 records buffered so that no value is written while its last record
+// is in flight: the ceiling of a producer that stamps every message.
 //
 // It prints one line: "records=N seconds=S rate=R" (S from the first send or
 // poll to the last acknowledgement or record, client start-up excluded).
@@ -23,6 +26,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -46,16 +50,17 @@ func main() {
 	size := fs.Int("size", 100, "record value size in bytes (produce)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	values := fs.Int("values", 1, "distinct values sent in turn (produce)")
+	stamp := fs.Bool("stamp", false, "write each record's number into its value before producing it, at most -values - 1 records buffered (produce; needs -values 2 or more)")
 	_ = fs.Parse(os.Args[2:])
-	if *topic == "" || *records <= 0 || *values <= 0 {
-		fmt.Fprintln(os.Stderr, "barekafka: -topic, a positive -records and a positive -values are required")
+	if *topic == "" || *records <= 0 || *values <= 0 || *stamp && (*values < 2 || *size < 8) {
+		fmt.Fprintln(os.Stderr, "barekafka: -topic, a positive -records and a positive -values are required; -stamp needs -values 2 or more and -size 8 or more")
 		os.Exit(2)
 	}
 	var secs float64
 	stop, err := toolcompare.CPUProfile(*cpuProfile)
 	if err == nil {
 		if os.Args[1] == "produce" {
-			secs, err = produce(*broker, *topic, *records, *size, *values)
+			secs, err = produce(*broker, *topic, *records, *size, *values, *stamp)
 		} else {
 			secs, err = consume(*broker, *topic, *records)
 		}
@@ -68,7 +73,14 @@ func main() {
 	fmt.Printf("records=%d seconds=%.6f rate=%.1f\n", *records, secs, float64(*records)/secs)
 }
 
-func produce(broker, topic string, n int64, size, distinct int) (float64, error) {
+func produce(broker, topic string, n int64, size, distinct int, stamp bool) (float64, error) {
+	buffered := 65536
+	if stamp {
+		// Record i's value is written before record i is produced: with
+		// at most distinct-1 records buffered, record i-distinct, the
+		// value's last, is then done.
+		buffered = distinct - 1
+	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(broker),
 		kgo.DefaultProduceTopic(topic),
@@ -78,7 +90,7 @@ func produce(broker, topic string, n int64, size, distinct int) (float64, error)
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(16384),
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(16384, true, true, nil)),
-		kgo.MaxBufferedRecords(65536),
+		kgo.MaxBufferedRecords(buffered),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	)
 	if err != nil {
@@ -99,7 +111,11 @@ func produce(broker, topic string, n int64, size, distinct int) (float64, error)
 	ctx := context.Background()
 	start := time.Now()
 	for i := range n {
-		cl.Produce(ctx, &kgo.Record{Value: values[i%int64(distinct)]}, done)
+		v := values[i%int64(distinct)]
+		if stamp {
+			binary.LittleEndian.PutUint64(v, uint64(i))
+		}
+		cl.Produce(ctx, &kgo.Record{Value: v}, done)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return 0, err

@@ -103,6 +103,12 @@ func run(ctx context.Context, o toolcompare.Options) error {
 // the client copies them into a request.
 const bareValues = "bare franz-go, in-flight values"
 
+// bareStamped is the bare producer that also writes each record's number
+// into its value just before producing it, with as many records buffered
+// as brokerbench keeps in flight: the ceiling of a load generator that
+// stamps every message.
+const bareStamped = "bare franz-go, stamped values"
+
 func (e *env) producers(size int) []tool {
 	bbWorkload := e.workload("producer", size, "producersPerTopic: 1\nsubscriptionsPerTopic: 0\n")
 	bbAs := func(bin string, extra ...string) func(string, int64) []string {
@@ -128,6 +134,11 @@ func (e *env) producers(size int) []tool {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size),
 				"-values", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes))}
+		}, Rate: toolcompare.KeyRate},
+		{Name: bareStamped, Cmd: func(topic string, n int64) []string {
+			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
+				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size),
+				"-values", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes)+1), "-stamp"}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {
@@ -323,7 +334,7 @@ func report(ms []measurement, prod, cons []tool, baseline string) {
 		return p
 	}
 	toolcompare.Report(ms,
-		toolcompare.Side{Role: "producer", Tools: prod, Peers: append(peers(prod), bareValues),
+		toolcompare.Side{Role: "producer", Tools: prod, Peers: append(peers(prod), bareValues, bareStamped),
 			Extra: func(ratio func(a, b string, which int) string) {
 				fmt.Printf("    recording off / on: msgs/s %s (recording costs 1 - 1/ratio)\n", ratio("brokerbench, recording off", "brokerbench", 0))
 			}},
