@@ -348,7 +348,9 @@ type Aggregate struct {
 	SchedulingDelay *metrics.Latency `json:"schedulingDelay,omitempty"`
 	// Outages are the stretches of the run, from the start of the
 	// measurement, in which no producer received an acknowledgement
-	// while messages were in flight (10 ms resolution, 100 ms or longer).
+	// while messages were in flight (100 ms or longer), each from the
+	// clock time of the last acknowledgement before it to that of the
+	// first after it.
 	Outages []Outage `json:"outages,omitempty"`
 	// BacklogGrowth is how fast the backlog (messages sent and not yet
 	// consumed, over every subscription) grew in the measurement, per

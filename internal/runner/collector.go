@@ -210,28 +210,46 @@ const (
 )
 
 // sampleUntil samples an interval of phase every Interval until done
-// reports true (checked every 10 ms; nil for never), closed is closed (nil
-// for never), the deadline passes (zero for none) or ctx ends. Whatever
-// the phase waits for, intervals keep coming on the wall clock. It does not
-// sample when it stops: a caller whose phase ends there samples itself.
+// reports true (checked every donePoll; nil for never), closed is closed
+// (nil for never), the deadline passes (zero for none) or ctx ends.
+// Whatever the phase waits for, intervals keep coming on the wall clock,
+// each sampled when its boundary's timer fires. It does not sample when it
+// stops: a caller whose phase ends there samples itself.
 func (c *collector) sampleUntil(ctx context.Context, phase results.Phase, closed <-chan struct{}, done func() bool, deadline time.Time) stopReason {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
+	boundary := time.NewTimer(time.Hour)
+	defer boundary.Stop()
+	// Only a condition is polled: the channels and the deadline wake the
+	// loop themselves.
+	var poll, timeout <-chan time.Time
+	if done != nil {
+		t := time.NewTicker(donePoll)
+		defer t.Stop()
+		poll = t.C
+	}
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
 	next := c.lastAt + int64(c.r.cfg.Interval)
 	for {
+		boundary.Reset(time.Duration(next - clock.Now()))
 		reason := stopReason(-1)
 		select {
 		case <-ctx.Done():
 			reason = interruptedStop
 		case <-closed:
 			reason = channelClosed
-		case <-tick.C:
-			switch {
-			case done != nil && done():
+		case <-poll:
+			if done() {
 				reason = conditionMet
-			case !deadline.IsZero() && time.Now().After(deadline):
-				reason = timedOut
 			}
+		case <-timeout:
+			reason = timedOut
+			if done != nil && done() {
+				reason = conditionMet
+			}
+		case <-boundary.C:
 		}
 		// An interrupt may also close what the phase waits for (it stops
 		// the producers): it is still an interrupt.
@@ -247,3 +265,6 @@ func (c *collector) sampleUntil(ctx context.Context, phase results.Phase, closed
 		}
 	}
 }
+
+// donePoll is how often sampleUntil checks its condition.
+const donePoll = 10 * time.Millisecond

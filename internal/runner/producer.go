@@ -37,7 +37,14 @@ type producerStats struct {
 	lateGrowth, lateFromWaits atomic.Int64
 	_                         [16]byte
 	acked, failed             atomic.Int64
-	_                         [48]byte
+	// lastAck is the clock time of the latest acknowledgement (0 before
+	// the first), and resumed the outage watcher's gate: 0 when it waits
+	// for nothing, -t while it waits for the first acknowledgement after
+	// clock time t, then that acknowledgement's clock time. Both are
+	// written by the acknowledgement, beside acked, whose cache line it
+	// holds already.
+	lastAck, resumed atomic.Int64
+	_                [32]byte
 
 	// acks records two lanes per acknowledgement: the publish latency,
 	// from the intended send time (lane 0), and the service time, from the
@@ -116,6 +123,7 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 	now := clock.Now()
 	if err == nil {
 		w.stats.acked.Add(1)
+		w.stats.ackedAt(now)
 		if w.record {
 			w.stats.acks.RecordPair(now-st.intent, now-m.Time)
 		}
@@ -128,6 +136,21 @@ func (w *producerWorker) onAck(m *driver.Message, err error) {
 		w.stats.failMu.Unlock()
 	}
 	w.free.put(m.Slot)
+}
+
+// ackedAt records, for the outage watcher, an acknowledgement received at
+// clock time now. Safe for concurrent use: with callbacks that run
+// concurrently, lastAck keeps the latest time, and the gate the first of
+// them to pass it.
+func (s *producerStats) ackedAt(now int64) {
+	for last := s.lastAck.Load(); now > last; last = s.lastAck.Load() {
+		if s.lastAck.CompareAndSwap(last, now) {
+			break
+		}
+	}
+	if g := s.resumed.Load(); g < 0 && now > -g {
+		s.resumed.CompareAndSwap(g, now)
+	}
 }
 
 // run sends until ctx ends or the limit is reached. start is the schedule's
