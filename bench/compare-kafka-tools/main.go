@@ -138,7 +138,7 @@ func (e *env) producers(size int) []tool {
 		{Name: bareStamped, Cmd: func(topic string, n int64) []string {
 			return []string{filepath.Join(e.bin, "barekafka"), "produce", "-broker", e.addr, "-topic", topic,
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size),
-				"-values", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes)+1), "-stamp"}
+				"-values", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes) + 1), "-stamp"}
 		}, Rate: toolcompare.KeyRate},
 	}
 	if e.baseline != "" {
