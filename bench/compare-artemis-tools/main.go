@@ -117,13 +117,8 @@ driver:
 
 func (e *env) compare(ctx context.Context, o toolcompare.Options, size int) ([]toolcompare.Measurement, error) {
 	tools := e.tools(size)
-	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.Records, o.Reps)
-	ms, err := toolcompare.Rounds(ctx, toolcompare.Run, tools, role, size, o.Records, o.Reps,
+	return toolcompare.Sitting(ctx, o, toolcompare.Run, tools, role, size,
 		func(rep, i int) string { return fmt.Sprintf("q-%d-%d-%d", size, rep, i) })
-	if err == nil {
-		toolcompare.Report(ms, toolcompare.Side{Role: role, Tools: tools, Peers: toolcompare.Peers(tools)})
-	}
-	return ms, err
 }
 
 // perfSample is what is read of a sample of the perf client's JSON

@@ -277,6 +277,19 @@ type Options struct {
 	Baseline string
 }
 
+// Sitting measures tools for one of o's message sizes: a heading, then
+// Rounds (with run, and topic naming each run's topic or queue), then,
+// if every run was measured, a Report of one side whose peers are every
+// tool but brokerbench. It returns Rounds' measurements and error.
+func Sitting(ctx context.Context, o Options, run RunFunc, tools []Tool, role string, size int, topic func(rep, i int) string) ([]Measurement, error) {
+	fmt.Printf("\n== %d-byte messages, %d records, %d repetitions\n", size, o.Records, o.Reps)
+	ms, err := Rounds(ctx, run, tools, role, size, o.Records, o.Reps, topic)
+	if err == nil {
+		Report(ms, Side{Role: role, Tools: tools, Peers: Peers(tools)})
+	}
+	return ms, err
+}
+
 // BaselineTool is the name of the tool that runs brokerbench built at
 // revision rev.
 func BaselineTool(rev string) string { return "brokerbench at " + rev }
