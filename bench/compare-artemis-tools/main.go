@@ -45,18 +45,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-artemis-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-artemis-tools", "bareamqp10", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and bareamqp10")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareamqp10", "./bench/bareamqp10"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	c := artemis.NewLocal(o.Port, 1)
 	st, stopBroker, err := toolcompare.Up(ctx, c, dir)
 	if err != nil {

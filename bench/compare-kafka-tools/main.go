@@ -65,18 +65,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-kafka-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-kafka-tools", "barekafka", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barekafka")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barekafka", "./bench/barekafka"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	k := kafka.NewLocal(o.Port, 1)
 	k.HeapMB = 1024
 	st, stopBroker, err := toolcompare.Up(ctx, k, dir)

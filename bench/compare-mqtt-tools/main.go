@@ -50,18 +50,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-mqtt-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-mqtt-tools", "baremqtt", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and baremqtt")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"baremqtt", "./bench/baremqtt"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	st, stopBroker, err := toolcompare.Up(ctx, mqtt.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err

@@ -71,18 +71,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-nats-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-nats-tools", "barenats", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barenats")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barenats", "./bench/barenats"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	natscli, err := installNatscli(ctx, filepath.Join(local.DefaultCacheDir(), "natscli-"+natscliVersion))
 	if err != nil {
 		return err

@@ -74,18 +74,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-nsq-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-nsq-tools", "barensq", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barensq")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barensq", "./bench/barensq"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	e := &env{dir: dir, tools: filepath.Join(local.DefaultCacheDir(), "nsq-bench-"+nsq.Version), baseline: o.Baseline}
 	if _, err := os.Stat(filepath.Join(e.tools, reader)); err != nil {
 		fmt.Printf("building NSQ %s's bench_writer and bench_reader from the Go module proxy into %s\n", nsq.Version, e.tools)

@@ -79,18 +79,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-pulsar-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-pulsar-tools", "barepulsar", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barepulsar")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barepulsar", "./bench/barepulsar"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	perfLib, err := installPerf(ctx)
 	if err != nil {
 		return err

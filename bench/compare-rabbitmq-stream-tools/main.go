@@ -49,18 +49,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-rabbitmq-stream-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-rabbitmq-stream-tools", "barerabbitmqstream", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barerabbitmqstream")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barerabbitmqstream", "./bench/barerabbitmqstream"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	st, stopBroker, err := toolcompare.Up(ctx, rabbitmq.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err

@@ -53,18 +53,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-rabbitmq-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-rabbitmq-tools", "bareamqp", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and bareamqp")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareamqp", "./bench/bareamqp"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	lib, err := fetchPerfTest(ctx, filepath.Join(local.DefaultCacheDir(), "perf-test-"+perfTestVersion))
 	if err != nil {
 		return err

@@ -43,18 +43,11 @@ func run(ctx context.Context, o toolcompare.Options) error {
 	if err != nil {
 		return errors.New("redis-benchmark is not installed (Debian: apt-get install redis-tools)")
 	}
-	dir, err := os.MkdirTemp("", "compare-redis-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-redis-tools", "bareredis", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and bareredis")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"bareredis", "./bench/bareredis"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	st, stopBroker, err := toolcompare.Up(ctx, redis.NewLocal(o.Port, 1), dir)
 	if err != nil {
 		return err

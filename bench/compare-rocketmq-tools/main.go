@@ -87,18 +87,11 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
-	dir, err := os.MkdirTemp("", "compare-rocketmq-tools-")
+	dir, err := toolcompare.Workdir(ctx, "compare-rocketmq-tools", "barerocketmq", o.Baseline)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building brokerbench and barerocketmq")
-	if err := toolcompare.Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{"barerocketmq", "./bench/barerocketmq"}); err != nil {
-		return err
-	}
-	if err := toolcompare.BuildBaseline(ctx, dir, o.Baseline); err != nil {
-		return err
-	}
 	c := rocketmq.NewLocal(o.Port, 1)
 	st, stopBroker, err := toolcompare.Up(ctx, c, dir)
 	if err != nil {

@@ -314,6 +314,28 @@ func BuildAt(ctx context.Context, dir, rev, name string) error {
 	return os.RemoveAll(src)
 }
 
+// Workdir makes a temporary directory for the comparison name and builds
+// in it brokerbench, the bare loop ./bench/BARE as bare, and with a
+// baseline revision brokerbench at that revision (BuildBaseline). The
+// caller removes the directory; Workdir removes it itself if a build
+// fails.
+func Workdir(ctx context.Context, name, bare, baseline string) (string, error) {
+	dir, err := os.MkdirTemp("", name+"-")
+	if err != nil {
+		return "", err
+	}
+	fmt.Printf("building brokerbench and %s\n", bare)
+	err = Build(ctx, dir, [2]string{"brokerbench", "./cmd/brokerbench"}, [2]string{bare, "./bench/" + bare})
+	if err == nil {
+		err = BuildBaseline(ctx, dir, baseline)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
 // BuildBaseline builds brokerbench at revision rev into
 // dir/brokerbench-baseline, as BrokerbenchTools runs it; it does nothing
 // when rev is "" (no -baseline).
