@@ -44,9 +44,14 @@ func (a *acknowledger) acked() []uint64 {
 func TestTakeAcknowledges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ack := &acknowledger{}
-		consumed := 0
-		c := &consumer{d: &Driver{cfg: &config{multipleAcks: 50}}, stop: make(chan struct{}),
-			consume: func(*driver.Delivery) { consumed++ }}
+		consumed, stopAt := 0, 0
+		c := &consumer{d: &Driver{cfg: &config{multipleAcks: 50}}, stop: make(chan struct{})}
+		c.consume = func(*driver.Delivery) {
+			consumed++
+			if consumed == stopAt {
+				close(c.stop)
+			}
+		}
 		deliveries := make(chan amqp.Delivery, 200)
 		send := func(from, to uint64) {
 			for tag := from; tag <= to; tag++ {
@@ -92,11 +97,13 @@ func TestTakeAcknowledges(t *testing.T) {
 
 		// Close acknowledges what was taken and not yet acknowledged,
 		// also when it finds a delivery waiting: that one is left to the
-		// broker to deliver again.
-		send(176, 180)
-		synctest.Wait()
-		send(181, 181)
-		close(c.stop)
+		// broker to deliver again. Stop comes while the 180th is being
+		// consumed, with the 181st already waiting, so the consumer takes
+		// the 181st and only then sees stop.
+		stopAt = 180
+		c.mu.Lock() // all six wait before the consumer takes the second
+		send(176, 181)
+		c.mu.Unlock()
 		<-done
 		if got := ack.acked(); got[len(got)-1] != 180 {
 			t.Fatalf("after stop, acks %v; want the last at 180", got)
