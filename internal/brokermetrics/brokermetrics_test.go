@@ -37,7 +37,7 @@ jvm_memory_used_bytes{area="heap"} 1e9
 
 func TestSampleRatesAndGauges(t *testing.T) {
 	a, _ := node(t, 1000, 500, 2, 7)
-	b, _ := node(t, 0, 100, 1, 30)
+	b, _ := node(t, 0, 500, 1, 30)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	s := New([]Target{{Node: 1, URL: a.URL}, {Node: 2, URL: b.URL}, {Node: 3, URL: dead.URL}})
@@ -46,16 +46,17 @@ func TestSampleRatesAndGauges(t *testing.T) {
 	if got == nil {
 		t.Fatal("no sample")
 	}
-	// 600 messages in across the nodes since the first reading, in about
-	// 50 ms or a little more.
+	// 1,000 messages in across the nodes since the first reading, in
+	// about 50 ms or a little more.
 	rate := got["kafka_server_messagesin_per_second"]
-	if rate <= 0 || rate > 600/0.05 {
-		t.Errorf("messages in per second %v, want (0, %v]", rate, 600/0.05)
+	if rate <= 0 || rate > 1000/0.05 {
+		t.Errorf("messages in per second %v, want (0, %v]", rate, 1000/0.05)
 	}
-	// Each node's rate has its own interval (its scrape's time), so the
-	// ratio of the sums is near, not exactly, 4 in 600.
-	if r := got[`kafka_network_requests_per_second{request="Produce"}`]; math.Abs(r-rate*4/600) > rate*4/600*0.25 {
-		t.Errorf("produce requests per second %v: both versions of both nodes must add up to 4 per scrape interval, as %v", r, rate*4/600)
+	// Each node's rate has its own interval (its scrapes' times); each
+	// node has 2 produce requests (one per version) to 500 messages, so
+	// the sums are 4 to 1,000 however long each node's interval was.
+	if r := got[`kafka_network_requests_per_second{request="Produce"}`]; math.Abs(r-rate*4/1000) > rate*4/1000*1e-9 {
+		t.Errorf("produce requests per second %v: both versions of both nodes must add up to 4 per 1,000 messages, as %v", r, rate*4/1000)
 	}
 	if v := got["kafka_server_replicamanager_underreplicatedpartitions"]; v != 3 {
 		t.Errorf("under-replicated partitions %v, want the nodes' sum 3", v)

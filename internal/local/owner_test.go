@@ -313,22 +313,31 @@ func TestWaitSaysWhatAndSeesNodesStop(t *testing.T) {
 // ended: a signal from outside, or its own exit status.
 func TestExitReason(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		script string
 		signal syscall.Signal
 		want   string
 	}{
 		{"exit 3", 0, "exited with status 3"},
-		{"while :; do sleep 0.1; done", syscall.SIGKILL, "was ended by signal 9 (killed) from outside"},
-		{"trap 'exit 143' TERM; while :; do sleep 0.1; done", syscall.SIGTERM, "exited with status 143, as it does when sent signal 15 (terminated) from outside"},
+		{": > \"$0.ready\"; while :; do sleep 0.1; done", syscall.SIGKILL, "was ended by signal 9 (killed) from outside"},
+		{"trap 'exit 143' TERM; : > \"$0.ready\"; while :; do sleep 0.1; done", syscall.SIGTERM, "exited with status 143, as it does when sent signal 15 (terminated) from outside"},
 	} {
 		n := &Node{ID: 1, Dir: dir}
-		pid, err := n.start([]string{"sh", "-c", tc.script, n.Marker()}, nil)
+		ready := filepath.Join(dir, fmt.Sprintf("case-%d", i))
+		pid, err := n.start([]string{"sh", "-c", tc.script, ready, n.Marker()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // the shell sets its trap
 		if tc.signal != 0 {
+			// The shell has set its trap once it has made the file.
+			for wait := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(ready + ".ready"); err == nil {
+					break
+				}
+				if time.Now().After(wait) {
+					t.Fatalf("%q: the shell did not start in 30 s", tc.script)
+				}
+			}
 			_ = syscall.Kill(pid, tc.signal)
 		}
 		deadline := time.Now().Add(5 * time.Second)

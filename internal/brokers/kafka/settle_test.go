@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,40 +74,45 @@ func TestAwaitSettled(t *testing.T) {
 		}
 	})
 	t.Run("never settles", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		calls := 0
-		err := awaitSettled(ctx, goal, 5*time.Millisecond, func(ctx context.Context) (groupState, error) {
-			calls++
-			if calls%2 == 0 {
-				return groupState{}, kerr.CoordinatorNotAvailable
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			calls := 0
+			err := awaitSettled(ctx, goal, 5*time.Millisecond, func(ctx context.Context) (groupState, error) {
+				calls++
+				if calls%2 == 0 {
+					return groupState{}, kerr.CoordinatorNotAvailable
+				}
+				return groupState{state: "PreparingRebalance", members: 1}, nil
+			})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err %v, want the deadline", err)
 			}
-			return groupState{state: "PreparingRebalance", members: 1}, nil
+			for _, w := range []string{"state PreparingRebalance", "1 of 2 members", "COORDINATOR_NOT_AVAILABLE"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
 		})
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err %v, want the deadline", err)
-		}
-		for _, w := range []string{"state PreparingRebalance", "1 of 2 members", "COORDINATOR_NOT_AVAILABLE"} {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%q lacks %q", err, w)
-			}
-		}
 	})
 	t.Run("describe cut by the deadline", func(t *testing.T) {
-		// The last describe fails only because the wait ended: the error
-		// before it is the one told.
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		err := awaitSettled(ctx, goal, 5*time.Millisecond, func(ctx context.Context) (groupState, error) {
-			select {
-			case <-ctx.Done():
-				return groupState{}, ctx.Err()
-			case <-time.After(time.Millisecond):
-				return groupState{}, kerr.NotCoordinator
+		synctest.Test(t, func(t *testing.T) {
+			// The last describe fails only because the wait ended: the error
+			// before it is the one told. A describe takes 7 ms and the next
+			// starts 5 ms after it, so the ninth, from 96 ms, is cut at 100.
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := awaitSettled(ctx, goal, 5*time.Millisecond, func(ctx context.Context) (groupState, error) {
+				select {
+				case <-ctx.Done():
+					return groupState{}, ctx.Err()
+				case <-time.After(7 * time.Millisecond):
+					return groupState{}, kerr.NotCoordinator
+				}
+			})
+			if !strings.Contains(err.Error(), "never described") || !strings.Contains(err.Error(), "NOT_COORDINATOR") {
+				t.Errorf("%q: want the group never described and the last real error", err)
 			}
 		})
-		if !strings.Contains(err.Error(), "never described") || !strings.Contains(err.Error(), "NOT_COORDINATOR") {
-			t.Errorf("%q: want the group never described and the last real error", err)
-		}
 	})
 }
