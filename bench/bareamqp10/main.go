@@ -23,6 +23,10 @@
 //
 //	bareamqp10 -addr 127.0.0.1:61616 -queue q -records 1000000 -size 100 [-cpuprofile FILE]
 //	bareamqp10 -addr 127.0.0.1:5672 -user guest -password guest -target /exchange/x/0 -source /amq/queue/q -credit-when-spent
+//
+// -rate R sends at R messages per second, each message at its time
+// from the first (sleeping until it), as brokerbench's producer keeps a
+// fixed rate: the cost of the same exchange at one rate for both.
 package main
 
 import (
@@ -49,6 +53,7 @@ func main() {
 	whenSpent := flag.Bool("credit-when-spent", false, "grant the credit by hand, the whole of it again once every message it covered was received and accepted (instead of go-amqp's top-ups)")
 	target := flag.String("target", "", "the sender's target address (default: the queue)")
 	source := flag.String("source", "", "the receiver's source address (default: the queue)")
+	rate := flag.Float64("rate", 0, "messages per second the sender keeps to, each sent at its time from the first (0: as fast as the broker takes them)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	sasl := amqp.SASLTypeAnonymous()
@@ -63,7 +68,7 @@ func main() {
 	}
 	stopProfile, err := toolcompare.CPUProfile(*cpuProfile)
 	if err == nil {
-		err = run(*addr, sasl, *target, *source, *records, *size, *pending, *credit, *whenSpent)
+		err = run(*addr, sasl, *target, *source, *records, *size, *pending, *credit, *whenSpent, *rate)
 		stopProfile()
 	}
 	if err != nil {
@@ -86,7 +91,7 @@ func dialSession(ctx context.Context, addr string, sasl amqp.SASLType) (*amqp.Co
 	return conn, sess, nil
 }
 
-func run(addr string, sasl amqp.SASLType, target, source string, records int64, size, pending, credit int, whenSpent bool) error {
+func run(addr string, sasl amqp.SASLType, target, source string, records int64, size, pending, credit int, whenSpent bool, rate float64) error {
 	ctx := context.Background()
 	rconn, rsess, err := dialSession(ctx, addr, sasl)
 	if err != nil {
@@ -148,7 +153,12 @@ func run(addr string, sasl amqp.SASLType, target, source string, records int64, 
 	}()
 	msg := &amqp.Message{Header: &amqp.MessageHeader{Durable: true}, Data: [][]byte{make([]byte, size)}}
 	start := time.Now()
-	for range records {
+	for i := range records {
+		if rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(float64(i) * float64(time.Second) / rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		r, err := sender.SendWithReceipt(ctx, msg, nil)
 		if err != nil {
 			return err

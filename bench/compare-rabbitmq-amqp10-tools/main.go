@@ -19,7 +19,10 @@
 // at 100 B and at 1 KB), received with a credit of 1,000 granted again
 // whole once spent (the driver's way on RabbitMQ 3, and the bare loop's
 // -credit-when-spent: see bench/bareamqp10), each message accepted; a
-// fixed record count, flat out. The order of the tools rotates every
+// fixed record count, flat out, or with -rate R both at R messages a
+// second (brokerbench's workload rate; the bare loop's -rate), for the
+// cost of the same exchange at one rate where flat out the two tools
+// run at different rates. The order of the tools rotates every
 // repetition. It reports messages per second (by the tool's own clock:
 // the records over the time from the first send to the last delivery,
 // for brokerbench to the end of the last second with a delivery; and
@@ -31,11 +34,13 @@
 //	go run ./bench/compare-rabbitmq-amqp10-tools                 # 100k x 100 B, 3 repetitions
 //	go run ./bench/compare-rabbitmq-amqp10-tools -reps 3 -sizes 100,1024
 //	go run ./bench/compare-rabbitmq-amqp10-tools -baseline HEAD~1 # and brokerbench as it was, in the same sitting
+//	go run ./bench/compare-rabbitmq-amqp10-tools -rate 5000       # both tools at 5,000 msg/s
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,6 +52,9 @@ import (
 	"github.com/brokerbench/brokerbench/internal/runner"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
+
+// rate is the messages per second both tools keep to (-rate; 0: flat out).
+var rate = flag.Int("rate", 0, "messages per second both tools keep to (0: flat out)")
 
 func main() {
 	toolcompare.Main("compare-rabbitmq-amqp10-tools", toolcompare.Options{Records: 100_000, Sizes: []int{100}, Reps: 3, Port: 29671, Out: "bench/results/compare-rabbitmq-amqp10-tools.json"}, run)
@@ -103,7 +111,7 @@ func (e *env) tools(size int) []toolcompare.Tool {
 				"-target", "/exchange/" + topic + "/0", "-source", "/amq/queue/" + bareQueue(topic),
 				"-records", strconv.FormatInt(n, 10), "-size", strconv.Itoa(size),
 				"-pending", strconv.Itoa(runner.InFlightWindow(size, 1, runner.DefaultMaxInFlightBytes)),
-				"-credit", strconv.Itoa(credit), "-credit-when-spent"}
+				"-credit", strconv.Itoa(credit), "-credit-when-spent", "-rate", strconv.Itoa(*rate)}
 		}, Rate: toolcompare.KeyRate},
 	}
 	return append(tools, toolcompare.Brokerbench(e.dir, e.baseline, wl, e.addr, nil, toolcompare.LastDeliveryRate)...)
@@ -116,7 +124,7 @@ func bareQueue(topic string) string { return topic + ".0" }
 
 // workload writes brokerbench's side: one topic with one subscription
 // (a classic queue, the driver's default), one producer and one
-// consumer, durable messages, the same credit as the bare loop.
+// consumer, durable messages, the same credit and rate as the bare loop.
 func (e *env) workload(size int) string {
 	path := filepath.Join(e.dir, fmt.Sprintf("rabbitmq-amqp10-%d.yaml", size))
 	text := fmt.Sprintf(`name: compare-rabbitmq-amqp10-%d
@@ -126,14 +134,14 @@ messageSize: %d
 producersPerTopic: 1
 subscriptionsPerTopic: 1
 consumersPerSubscription: 1
-rate: 0
+rate: %d
 warmup: 0s
 duration: 10m
 driver:
   driver: rabbitmq-amqp10
   commonConfig: {queueType: CLASSIC, messagePersistence: "true", addressFormat: v1}
   consumerConfig: {credit: "%d"}
-`, size, size, credit)
+`, size, size, *rate, credit)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-rabbitmq-amqp10-tools:", err)
 		os.Exit(1)
