@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brokerbench/brokerbench/internal/brokers/memory"
-	"github.com/brokerbench/brokerbench/internal/driver"
 	"github.com/brokerbench/brokerbench/internal/workload"
 )
 
@@ -24,7 +23,7 @@ func TestIsolatedBlockingSendsAreTheBrokers(t *testing.T) {
 		// Sends 997, 1994, 2991 and 3988 stall (stallingDriver is in
 		// validation_test.go); none is a multiple of 64, the stride of
 		// the sends timed on their own.
-		d := &stallingDriver{Driver: memory.NewBroker().NewDriver(), stallEvery: 997, stall: 80 * time.Millisecond}
+		d := &stallingDriver{Driver: memory.NewBroker().NewDriver(), stalls: every(997), stall: 80 * time.Millisecond}
 		res, err := Run(context.Background(), Config{Workload: w, Driver: d, DrainTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -45,32 +44,6 @@ func TestIsolatedBlockingSendsAreTheBrokers(t *testing.T) {
 	})
 }
 
-// burstStallingDriver wraps the memory driver so that the Sends whose
-// ordinals (counted from 1) stalls reports block for stall first.
-type burstStallingDriver struct {
-	driver.Driver
-	stall  time.Duration
-	stalls func(n int) bool
-}
-
-func (d *burstStallingDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
-	p, err := d.Driver.NewProducer(ctx, spec, ack)
-	return &burstStallingProducer{Producer: p, d: d}, err
-}
-
-type burstStallingProducer struct {
-	driver.Producer
-	d     *burstStallingDriver
-	sends int
-}
-
-func (p *burstStallingProducer) Send(ctx context.Context, m *driver.Message) {
-	if p.sends++; p.d.stalls(p.sends) {
-		time.Sleep(p.d.stall)
-	}
-	p.Producer.Send(ctx, m)
-}
-
 // TestLatenessBuiltUpInShortWaitsIsTheBrokers: at 1,000 msg/s, bursts of
 // ten Sends in a row that each block 3 ms, one burst every 500 sends,
 // put the producer up to 20 ms behind. No single wait reaches the send
@@ -81,7 +54,7 @@ func TestLatenessBuiltUpInShortWaitsIsTheBrokers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &workload.Workload{Name: "bursts", Topics: 1, PartitionsPerTopic: 1, MessageSize: 100, ProducersPerTopic: 1,
 			SubscriptionsPerTopic: 1, ConsumersPerSubscription: 1, ProducerRate: 1000, Duration: 4500 * time.Millisecond}
-		d := &burstStallingDriver{Driver: memory.NewBroker().NewDriver(), stall: 3 * time.Millisecond,
+		d := &stallingDriver{Driver: memory.NewBroker().NewDriver(), stall: 3 * time.Millisecond,
 			stalls: func(n int) bool { return n%500 >= 1 && n%500 <= 10 }}
 		res, err := Run(context.Background(), Config{Workload: w, Driver: d, DrainTimeout: 5 * time.Second})
 		if err != nil {

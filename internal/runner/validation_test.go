@@ -122,13 +122,17 @@ func TestSkippedMessagesAreCountedLost(t *testing.T) {
 	}
 }
 
-// stallingDriver wraps a real driver so that every stallEvery-th Send
-// blocks for stall before sending: a client library that blocks the caller.
+// stallingDriver wraps a driver so that the Sends whose ordinals (counted
+// from 1) stalls reports block for stall before sending: a client library
+// that blocks the caller.
 type stallingDriver struct {
 	driver.Driver
-	stallEvery int
-	stall      time.Duration
+	stalls func(n int) bool
+	stall  time.Duration
 }
+
+// every is a stallingDriver.stalls that picks every nth Send.
+func every(n int) func(int) bool { return func(i int) bool { return i%n == 0 } }
 
 func (d *stallingDriver) NewProducer(ctx context.Context, spec driver.ProducerSpec, ack driver.AckFunc) (driver.Producer, error) {
 	p, err := d.Driver.NewProducer(ctx, spec, ack)
@@ -142,7 +146,7 @@ type stallingProducer struct {
 }
 
 func (p *stallingProducer) Send(ctx context.Context, m *driver.Message) {
-	if p.sends++; p.sends%p.d.stallEvery == 0 {
+	if p.sends++; p.d.stalls(p.sends) {
 		time.Sleep(p.d.stall)
 	}
 	p.Producer.Send(ctx, m)
@@ -160,7 +164,7 @@ func TestSendLagLimit(t *testing.T) {
 	w.SubscriptionsPerTopic = 0
 	// Every 200th send blocks 15 ms: the next ~30 messages leave up to 15 ms
 	// late, 15% of all, and the producer has time to catch up.
-	d := &stallingDriver{Driver: newKafka(t), stallEvery: 200, stall: 15 * time.Millisecond}
+	d := &stallingDriver{Driver: newKafka(t), stalls: every(200), stall: 15 * time.Millisecond}
 	res, err := Run(context.Background(), Config{Workload: w, Driver: d, MaxSendLag: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
