@@ -60,6 +60,10 @@ func main() {
 	if *user != "" {
 		sasl = amqp.SASLTypePlain(*user, *password)
 	}
+	if *rate < 0 {
+		fmt.Fprintf(os.Stderr, "bareamqp10: -rate %g: want messages per second, 0 or more (0: as fast as the broker takes them)\n", *rate)
+		os.Exit(2)
+	}
 	if *target == "" {
 		*target = *queue
 	}

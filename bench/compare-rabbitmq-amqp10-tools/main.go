@@ -74,6 +74,9 @@ type env struct {
 }
 
 func run(ctx context.Context, o toolcompare.Options) error {
+	if *rate < 0 {
+		return fmt.Errorf("-rate %d: want messages per second, 0 or more (0: flat out)", *rate)
+	}
 	dir, err := toolcompare.Workdir(ctx, "compare-rabbitmq-amqp10-tools", "bareamqp10", o.Baseline)
 	if err != nil {
 		return err
